@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file rma.h
+ * @brief librma's C API: MPI-3/4 one-sided communication among the
+ *        processes of a host, through shared memory.
+ *
+ * Every function mirrors the MPI function of the same name with the `rma_`
+ * prefix: same parameters, same order, same semantics (MPI_Put -> rma_put).
+ * Constants keep MPI's names with the `RMA_` prefix.
+ *
+ * Conventions used by every function below:
+ *  - Return value: RMA_SUCCESS, or an error code. rma_error_class() maps a
+ *    code to its class (RMA_ERR_*), rma_error_string() to a message that names
+ *    the call, the object and the offending numbers. Before returning an error
+ *    the call invokes the error handler of the object involved (window, else
+ *    communicator, else RMA_COMM_SELF); the default, RMA_ERRORS_ARE_FATAL,
+ *    prints the message and aborts the job. Set RMA_ERRORS_RETURN to get the
+ *    code back instead.
+ *  - A call that fails has no effect: nothing is written to the target, no
+ *    output argument is changed, no object is created.
+ *  - Thread safety: librma provides RMA_THREAD_SERIALIZED. Calls on different
+ *    windows from different threads are safe as long as the application
+ *    serializes calls on each window and communicator.
+ *  - Handles are plain values: copy them freely, compare them with ==, and
+ *    with their RMA_*_NULL. A freed handle is detected when used (class of
+ *    the object's kind, e.g. RMA_ERR_WIN), even through a stale copy.
+ */
+#ifndef RMA_RMA_H
+#define RMA_RMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RMA_API __attribute__((visibility("default")))
+
+#define RMA_VERSION 3
+#define RMA_SUBVERSION 1
+
+/* ------------------------------------------------------------------------ */
+/* Integer types                                                            */
+/* ------------------------------------------------------------------------ */
+
+/** Address-sized integer: displacements and sizes (MPI_Aint). */
+typedef intptr_t rma_aint;
+/** File offsets (MPI_Offset). */
+typedef int64_t rma_offset;
+/** Large counts (MPI_Count). */
+typedef int64_t rma_count;
+
+/* ------------------------------------------------------------------------ */
+/* Handles                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Opaque handles. Their values encode (kind, generation, index); the structs
+ * are never defined, so handles of different kinds do not convert. */
+typedef struct rma_comm_handle_ *rma_comm;
+typedef struct rma_group_handle_ *rma_group;
+typedef struct rma_win_handle_ *rma_win;
+typedef struct rma_datatype_handle_ *rma_datatype;
+typedef struct rma_info_handle_ *rma_info;
+typedef struct rma_errhandler_handle_ *rma_errhandler;
+
+/* Handle kinds (internal encoding, stable for the life of an ABI). */
+#define RMA_HANDLE_KIND_COMM_ 1u
+#define RMA_HANDLE_KIND_GROUP_ 2u
+#define RMA_HANDLE_KIND_WIN_ 3u
+#define RMA_HANDLE_KIND_DATATYPE_ 4u
+#define RMA_HANDLE_KIND_INFO_ 5u
+#define RMA_HANDLE_KIND_ERRHANDLER_ 6u
+#define RMA_PREDEFINED_(type, kind, index) \
+	((type)(uintptr_t)(((uint64_t)(kind) << 56) | (uint64_t)(index)))
+
+#define RMA_COMM_NULL ((rma_comm)0)
+#define RMA_COMM_WORLD RMA_PREDEFINED_(rma_comm, RMA_HANDLE_KIND_COMM_, 1)
+#define RMA_COMM_SELF RMA_PREDEFINED_(rma_comm, RMA_HANDLE_KIND_COMM_, 2)
+
+#define RMA_GROUP_NULL ((rma_group)0)
+#define RMA_GROUP_EMPTY RMA_PREDEFINED_(rma_group, RMA_HANDLE_KIND_GROUP_, 1)
+
+#define RMA_WIN_NULL ((rma_win)0)
+#define RMA_INFO_NULL ((rma_info)0)
+#define RMA_INFO_ENV RMA_PREDEFINED_(rma_info, RMA_HANDLE_KIND_INFO_, 1)
+
+#define RMA_ERRHANDLER_NULL ((rma_errhandler)0)
+/** Print the error's message and abort the job (the default). */
+#define RMA_ERRORS_ARE_FATAL RMA_PREDEFINED_(rma_errhandler, RMA_HANDLE_KIND_ERRHANDLER_, 1)
+/** Return the error code to the caller. */
+#define RMA_ERRORS_RETURN RMA_PREDEFINED_(rma_errhandler, RMA_HANDLE_KIND_ERRHANDLER_, 2)
+/** Like RMA_ERRORS_ARE_FATAL, but abort only the processes of the object's group. */
+#define RMA_ERRORS_ABORT RMA_PREDEFINED_(rma_errhandler, RMA_HANDLE_KIND_ERRHANDLER_, 3)
+
+/* Predefined datatypes: every C basic type MPI names. */
+#define RMA_DATATYPE_NULL ((rma_datatype)0)
+#define RMA_DT_(i) RMA_PREDEFINED_(rma_datatype, RMA_HANDLE_KIND_DATATYPE_, i)
+#define RMA_CHAR RMA_DT_(1)
+#define RMA_SIGNED_CHAR RMA_DT_(2)
+#define RMA_UNSIGNED_CHAR RMA_DT_(3)
+#define RMA_BYTE RMA_DT_(4)
+#define RMA_SHORT RMA_DT_(5)
+#define RMA_UNSIGNED_SHORT RMA_DT_(6)
+#define RMA_INT RMA_DT_(7)
+#define RMA_UNSIGNED RMA_DT_(8)
+#define RMA_LONG RMA_DT_(9)
+#define RMA_UNSIGNED_LONG RMA_DT_(10)
+#define RMA_LONG_LONG_INT RMA_DT_(11)
+#define RMA_LONG_LONG RMA_LONG_LONG_INT
+#define RMA_UNSIGNED_LONG_LONG RMA_DT_(12)
+#define RMA_FLOAT RMA_DT_(13)
+#define RMA_DOUBLE RMA_DT_(14)
+#define RMA_LONG_DOUBLE RMA_DT_(15)
+#define RMA_WCHAR RMA_DT_(16)
+#define RMA_C_BOOL RMA_DT_(17)
+#define RMA_INT8_T RMA_DT_(18)
+#define RMA_INT16_T RMA_DT_(19)
+#define RMA_INT32_T RMA_DT_(20)
+#define RMA_INT64_T RMA_DT_(21)
+#define RMA_UINT8_T RMA_DT_(22)
+#define RMA_UINT16_T RMA_DT_(23)
+#define RMA_UINT32_T RMA_DT_(24)
+#define RMA_UINT64_T RMA_DT_(25)
+#define RMA_C_FLOAT_COMPLEX RMA_DT_(26)
+#define RMA_C_COMPLEX RMA_C_FLOAT_COMPLEX
+#define RMA_C_DOUBLE_COMPLEX RMA_DT_(27)
+#define RMA_C_LONG_DOUBLE_COMPLEX RMA_DT_(28)
+#define RMA_AINT RMA_DT_(29)
+#define RMA_OFFSET RMA_DT_(30)
+#define RMA_COUNT RMA_DT_(31)
+#define RMA_PACKED RMA_DT_(32)
+
+/* ------------------------------------------------------------------------ */
+/* Constants                                                                */
+/* ------------------------------------------------------------------------ */
+
+#define RMA_PROC_NULL (-2)
+#define RMA_UNDEFINED (-32766)
+#define RMA_MAX_ERROR_STRING 512
+#define RMA_MAX_INFO_KEY 255
+#define RMA_MAX_INFO_VAL 1024
+#define RMA_MAX_OBJECT_NAME 128
+
+/* Thread levels (rma_init_thread). */
+#define RMA_THREAD_SINGLE 0
+#define RMA_THREAD_FUNNELED 1
+#define RMA_THREAD_SERIALIZED 2
+#define RMA_THREAD_MULTIPLE 3
+
+/* Window attributes (rma_win_get_attr keyvals). */
+#define RMA_WIN_BASE 1
+#define RMA_WIN_SIZE 2
+#define RMA_WIN_DISP_UNIT 3
+#define RMA_WIN_CREATE_FLAVOR 4
+#define RMA_WIN_MODEL 5
+
+/* Values of RMA_WIN_CREATE_FLAVOR. */
+#define RMA_WIN_FLAVOR_CREATE 1
+#define RMA_WIN_FLAVOR_ALLOCATE 2
+#define RMA_WIN_FLAVOR_DYNAMIC 3
+#define RMA_WIN_FLAVOR_SHARED 4
+
+/* Values of RMA_WIN_MODEL. librma windows are always unified. */
+#define RMA_WIN_SEPARATE 1
+#define RMA_WIN_UNIFIED 2
+
+/* Assertions for synchronization calls (bit flags, may be or-ed). */
+#define RMA_MODE_NOCHECK 1
+#define RMA_MODE_NOSTORE 2
+#define RMA_MODE_NOPUT 4
+#define RMA_MODE_NOPRECEDE 8
+#define RMA_MODE_NOSUCCEED 16
+
+/* Lock types. */
+#define RMA_LOCK_EXCLUSIVE 234
+#define RMA_LOCK_SHARED 235
+
+/* ------------------------------------------------------------------------ */
+/* Error classes (MPI's, with the RMA_ prefix)                              */
+/* ------------------------------------------------------------------------ */
+
+#define RMA_SUCCESS 0
+#define RMA_ERR_BUFFER 1
+#define RMA_ERR_COUNT 2
+#define RMA_ERR_TYPE 3
+#define RMA_ERR_COMM 5
+#define RMA_ERR_RANK 6
+#define RMA_ERR_REQUEST 7
+#define RMA_ERR_GROUP 9
+#define RMA_ERR_OP 10
+#define RMA_ERR_ARG 12
+#define RMA_ERR_UNKNOWN 13
+#define RMA_ERR_TRUNCATE 14
+#define RMA_ERR_OTHER 15
+#define RMA_ERR_INTERN 16
+#define RMA_ERR_PENDING 18
+#define RMA_ERR_BASE 20
+#define RMA_ERR_INFO 21
+#define RMA_ERR_INFO_KEY 22
+#define RMA_ERR_INFO_NOKEY 23
+#define RMA_ERR_INFO_VALUE 24
+#define RMA_ERR_KEYVAL 25
+#define RMA_ERR_NO_MEM 26
+#define RMA_ERR_WIN 27
+#define RMA_ERR_SIZE 28
+#define RMA_ERR_DISP 29
+#define RMA_ERR_LOCKTYPE 30
+#define RMA_ERR_ASSERT 31
+#define RMA_ERR_RMA_CONFLICT 32
+#define RMA_ERR_RMA_SYNC 33
+#define RMA_ERR_RMA_RANGE 34
+#define RMA_ERR_RMA_ATTACH 35
+#define RMA_ERR_RMA_SHARED 36
+#define RMA_ERR_RMA_FLAVOR 37
+#define RMA_ERR_PROC_FAILED 38
+#define RMA_ERR_NOT_SUPPORTED 39
+#define RMA_ERR_LASTCODE 40
+
+/* ------------------------------------------------------------------------ */
+/* Environment                                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Initialize librma (collective over the job).
+ *
+ * Started by rmarun, the process joins the job rmarun launched; started on
+ * its own, it is a job of one rank. Must precede every other call except
+ * rma_initialized(), rma_finalized() and rma_wtime().
+ * @param[in,out] argc, argv  The program's arguments (may be NULL); unchanged.
+ * @return RMA_SUCCESS; RMA_ERR_OTHER if already initialized or finalized;
+ *         RMA_ERR_INTERN if the launcher's bootstrap cannot be reached.
+ */
+RMA_API int rma_init(int *argc, char ***argv);
+
+/**
+ * @brief rma_init() with a thread level request.
+ * @param[in] required  RMA_THREAD_SINGLE ... RMA_THREAD_MULTIPLE.
+ * @param[out] provided The level librma provides: min(required, RMA_THREAD_SERIALIZED).
+ * @return As rma_init(); RMA_ERR_ARG for an unknown level.
+ */
+RMA_API int rma_init_thread(int *argc, char ***argv, int required, int *provided);
+
+/**
+ * @brief Finalize librma (collective over the job).
+ *
+ * Waits until every rank calls it, then frees what is left (windows the
+ * application did not free are freed without error checking).
+ * @return RMA_SUCCESS; RMA_ERR_OTHER if not initialized.
+ */
+RMA_API int rma_finalize(void);
+
+/** @brief Set *flag to 1 if rma_init() has been called (even if finalized). Always RMA_SUCCESS. */
+RMA_API int rma_initialized(int *flag);
+
+/** @brief Set *flag to 1 if rma_finalize() has completed. Always RMA_SUCCESS. */
+RMA_API int rma_finalized(int *flag);
+
+/**
+ * @brief Terminate every process of the job with exit code @p errorcode.
+ *
+ * Under rmarun the launcher stops all ranks and exits with @p errorcode.
+ * Does not return.
+ */
+RMA_API int rma_abort(rma_comm comm, int errorcode);
+
+/** @brief Wall-clock time in seconds from an arbitrary origin (monotonic; no system call). */
+RMA_API double rma_wtime(void);
+
+/** @brief Resolution of rma_wtime() in seconds. */
+RMA_API double rma_wtick(void);
+
+/**
+ * @brief The address of @p location as an rma_aint (for dynamic windows).
+ * @return RMA_SUCCESS; RMA_ERR_ARG if @p address is NULL.
+ */
+RMA_API int rma_get_address(const void *location, rma_aint *address);
+
+/** @brief base + disp as an address (MPI_Aint_add). */
+RMA_API rma_aint rma_aint_add(rma_aint base, rma_aint disp);
+
+/** @brief addr1 - addr2 as a displacement (MPI_Aint_diff). */
+RMA_API rma_aint rma_aint_diff(rma_aint addr1, rma_aint addr2);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief The class (RMA_ERR_*) of an error code.
+ * @return RMA_SUCCESS; RMA_ERR_ARG if @p errorcode is not a code librma made.
+ */
+RMA_API int rma_error_class(int errorcode, int *errorclass);
+
+/**
+ * @brief The message of an error code (at most RMA_MAX_ERROR_STRING bytes
+ *        including the terminating NUL).
+ *
+ * Codes returned by a failed call carry a message naming the call, object
+ * and numbers; the most recent 256 such messages are kept, older codes and
+ * bare classes give the class's generic message.
+ * @return RMA_SUCCESS; RMA_ERR_ARG for NULL arguments or an unknown code.
+ */
+RMA_API int rma_error_string(int errorcode, char *string, int *resultlen);
+
+/** Prototype of a user communicator error handler (MPI_Comm_errhandler_function). */
+typedef void rma_comm_errhandler_function(rma_comm *comm, int *errorcode, ...);
+/** Prototype of a user window error handler (MPI_Win_errhandler_function). */
+typedef void rma_win_errhandler_function(rma_win *win, int *errorcode, ...);
+
+/** @brief Make an error handler that calls @p fn for communicator errors. RMA_ERR_ARG if fn is NULL. */
+RMA_API int rma_comm_create_errhandler(rma_comm_errhandler_function *fn, rma_errhandler *errhandler);
+/** @brief Make an error handler that calls @p fn for window errors. RMA_ERR_ARG if fn is NULL. */
+RMA_API int rma_win_create_errhandler(rma_win_errhandler_function *fn, rma_errhandler *errhandler);
+/**
+ * @brief Free a user error handler and set the handle to RMA_ERRHANDLER_NULL.
+ *        Objects it is attached to keep using it. RMA_ERR_ARG for a predefined or invalid handle.
+ */
+RMA_API int rma_errhandler_free(rma_errhandler *errhandler);
+
+/**
+ * @brief Attach an error handler to a communicator. Communicators made from
+ *        it later inherit it; windows start with RMA_ERRORS_ARE_FATAL, as in MPI.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_ARG for a window-only handler or invalid handle.
+ */
+RMA_API int rma_comm_set_errhandler(rma_comm comm, rma_errhandler errhandler);
+/** @brief The error handler of a communicator. RMA_ERR_COMM for an invalid communicator. */
+RMA_API int rma_comm_get_errhandler(rma_comm comm, rma_errhandler *errhandler);
+/**
+ * @brief Attach an error handler to a window.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_ARG for a communicator-only handler or invalid handle.
+ */
+RMA_API int rma_win_set_errhandler(rma_win win, rma_errhandler errhandler);
+/** @brief The error handler of a window. RMA_ERR_WIN for an invalid window. */
+RMA_API int rma_win_get_errhandler(rma_win win, rma_errhandler *errhandler);
+
+/* ------------------------------------------------------------------------ */
+/* Communicators and groups                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** @brief This process's rank in @p comm. RMA_ERR_COMM for an invalid communicator. */
+RMA_API int rma_comm_rank(rma_comm comm, int *rank);
+/** @brief The number of processes in @p comm. RMA_ERR_COMM for an invalid communicator. */
+RMA_API int rma_comm_size(rma_comm comm, int *size);
+
+/**
+ * @brief Partition @p comm by @p color, order each part by (@p key, old rank).
+ *
+ * Collective over @p comm. A process passing RMA_UNDEFINED as color gets
+ * RMA_COMM_NULL. The new communicator inherits @p comm's error handler.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_ARG for a negative color other
+ *         than RMA_UNDEFINED.
+ */
+RMA_API int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newcomm);
+/** @brief Duplicate @p comm (collective): same group, new context, same error handler. */
+RMA_API int rma_comm_dup(rma_comm comm, rma_comm *newcomm);
+/**
+ * @brief Free a communicator made by split or dup; sets *comm to RMA_COMM_NULL.
+ *        Windows created over it stay valid. RMA_ERR_COMM for predefined or invalid handles.
+ */
+RMA_API int rma_comm_free(rma_comm *comm);
+/** @brief The group of @p comm (free it with rma_group_free). */
+RMA_API int rma_comm_group(rma_comm comm, rma_group *group);
+
+/**
+ * @brief Block until every process of @p comm has called it.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_PROC_FAILED if a member died.
+ */
+RMA_API int rma_barrier(rma_comm comm);
+
+/** @brief Number of processes in @p group. RMA_ERR_GROUP for an invalid group. */
+RMA_API int rma_group_size(rma_group group, int *size);
+/** @brief This process's rank in @p group, or RMA_UNDEFINED if not a member. */
+RMA_API int rma_group_rank(rma_group group, int *rank);
+/**
+ * @brief New group of the @p n members ranks[0..n-1] of @p group, in that order.
+ * @return RMA_SUCCESS; RMA_ERR_GROUP; RMA_ERR_ARG for n < 0 or n > size;
+ *         RMA_ERR_RANK for an out-of-range or repeated rank.
+ */
+RMA_API int rma_group_incl(rma_group group, int n, const int ranks[], rma_group *newgroup);
+/**
+ * @brief New group of the members of @p group not in ranks[0..n-1], in their order.
+ * @return As rma_group_incl().
+ */
+RMA_API int rma_group_excl(rma_group group, int n, const int ranks[], rma_group *newgroup);
+/**
+ * @brief For each ranks1[i] of group1, its rank in group2 (or RMA_UNDEFINED).
+ *        RMA_PROC_NULL translates to RMA_PROC_NULL.
+ */
+RMA_API int rma_group_translate_ranks(rma_group group1, int n, const int ranks1[], rma_group group2,
+				      int ranks2[]);
+/** @brief Free a group; sets *group to RMA_GROUP_NULL. RMA_GROUP_EMPTY may not be freed. */
+RMA_API int rma_group_free(rma_group *group);
+
+/* ------------------------------------------------------------------------ */
+/* Info objects                                                             */
+/* ------------------------------------------------------------------------ */
+
+/** @brief A new, empty info object. */
+RMA_API int rma_info_create(rma_info *info);
+/**
+ * @brief Set @p key to @p value (replacing an existing value).
+ * @return RMA_SUCCESS; RMA_ERR_INFO; RMA_ERR_INFO_KEY for an empty key or one
+ *         longer than RMA_MAX_INFO_KEY; RMA_ERR_INFO_VALUE for a value longer
+ *         than RMA_MAX_INFO_VAL.
+ */
+RMA_API int rma_info_set(rma_info info, const char *key, const char *value);
+/**
+ * @brief Look @p key up; copies at most @p valuelen characters plus a NUL.
+ * @param[out] flag  1 if the key is set, else 0 (value untouched).
+ */
+RMA_API int rma_info_get(rma_info info, const char *key, int valuelen, char *value, int *flag);
+/**
+ * @brief MPI-4 form: on entry *buflen is the size of @p value; on return the
+ *        length of the value plus one. Truncates to fit.
+ */
+RMA_API int rma_info_get_string(rma_info info, const char *key, int *buflen, char *value, int *flag);
+/** @brief Length of @p key's value (without NUL); *flag = 0 if unset. */
+RMA_API int rma_info_get_valuelen(rma_info info, const char *key, int *valuelen, int *flag);
+/** @brief Number of keys set. */
+RMA_API int rma_info_get_nkeys(rma_info info, int *nkeys);
+/** @brief The @p n th key (0-based, in insertion order). RMA_ERR_ARG if out of range. */
+RMA_API int rma_info_get_nthkey(rma_info info, int n, char *key);
+/** @brief Remove @p key. RMA_ERR_INFO_NOKEY if it is not set. */
+RMA_API int rma_info_delete(rma_info info, const char *key);
+/** @brief A copy of @p info. */
+RMA_API int rma_info_dup(rma_info info, rma_info *newinfo);
+/** @brief Free @p info; sets it to RMA_INFO_NULL. */
+RMA_API int rma_info_free(rma_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Datatypes (predefined; derived types come with the datatype engine)      */
+/* ------------------------------------------------------------------------ */
+
+/** @brief Size in bytes of the data in one element of @p datatype. RMA_ERR_TYPE if invalid. */
+RMA_API int rma_type_size(rma_datatype datatype, int *size);
+/** @brief rma_type_size() with an rma_count result. */
+RMA_API int rma_type_size_x(rma_datatype datatype, rma_count *size);
+/** @brief Lower bound and extent of @p datatype. RMA_ERR_TYPE if invalid. */
+RMA_API int rma_type_get_extent(rma_datatype datatype, rma_aint *lb, rma_aint *extent);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Allocate @p size bytes of shared-memory segment (MPI_Alloc_mem).
+ *
+ * Windows later created over this memory (rma_win_create, rma_win_attach)
+ * are accessed by peers with direct loads and stores. Honours the window
+ * info keys "rma_huge_pages" and "rma_placement" (see rma_win_allocate()).
+ * @param[out] baseptr  Address of a pointer that receives the memory.
+ * @return RMA_SUCCESS; RMA_ERR_SIZE for size < 0; RMA_ERR_NO_MEM if the
+ *         memory cannot be reserved; RMA_ERR_INFO_VALUE for a bad info value.
+ */
+RMA_API int rma_alloc_mem(rma_aint size, rma_info info, void *baseptr);
+
+/**
+ * @brief Free memory from rma_alloc_mem(). Peers that still map it (through a
+ *        window) keep their mapping until that window is freed.
+ * @return RMA_SUCCESS; RMA_ERR_BASE if @p base is not from rma_alloc_mem().
+ */
+RMA_API int rma_free_mem(void *base);
+
+/* ------------------------------------------------------------------------ */
+/* Windows                                                                  */
+/*                                                                          */
+/* Window info keys understood at creation (and reported by                 */
+/* rma_win_get_info): no_locks, accumulate_ordering, accumulate_ops,        */
+/* mpi_accumulate_granularity, same_size, same_disp_unit,                   */
+/* alloc_shared_noncontig, and librma's own:                                */
+/*  - rma_huge_pages = "prefer" (default: 2 MiB pages when the pool has     */
+/*    room) | "require" (fail with RMA_ERR_NO_MEM otherwise) | "off";       */
+/*  - rma_placement  = "local" (default: the NUMA node of the owning rank)  */
+/*    | "interleave" | "node:N" | "none";                                   */
+/* and reported only: rma_page_size (bytes of the pages backing this rank's */
+/* memory, "0" for size 0), rma_numa_node (node it is bound to, "-1" for    */
+/* none or interleaved), rma_memory ("segment", "alloc_mem" or "process":   */
+/* how peers reach this rank's memory).                                     */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Expose @p size bytes at @p base to RMA by the members of @p comm (collective).
+ *
+ * Memory from rma_alloc_mem() is reached by peers with loads and stores;
+ * any other memory is reached through cross-memory attach, with the same
+ * semantics and no call needed from the target.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_SIZE for size < 0;
+ *         RMA_ERR_DISP for disp_unit <= 0; RMA_ERR_ARG for base NULL with size > 0;
+ *         RMA_ERR_INFO_VALUE for a bad info value.
+ */
+RMA_API int rma_win_create(void *base, rma_aint size, int disp_unit, rma_info info, rma_comm comm,
+			   rma_win *win);
+
+/**
+ * @brief Allocate @p size bytes of window memory and create a window over it (collective).
+ *
+ * Each rank's memory is its own memfd segment, bound to the rank's NUMA node
+ * before first touch (rma_placement), on 2 MiB pages when the host's pool
+ * has room (rma_huge_pages), reserved in full before the call returns, and
+ * mapped by every process of the window. Memory is zero-filled.
+ * @param[out] baseptr  Address of a pointer that receives this rank's base.
+ * @return As rma_win_create(); RMA_ERR_NO_MEM if the memory cannot be reserved.
+ */
+RMA_API int rma_win_allocate(rma_aint size, int disp_unit, rma_info info, rma_comm comm, void *baseptr,
+			     rma_win *win);
+
+/**
+ * @brief Like rma_win_allocate(), but the ranks' memories are one contiguous
+ *        segment (rank i+1's memory follows rank i's) unless info sets
+ *        alloc_shared_noncontig=true; rma_win_shared_query() gives each
+ *        rank's base in this process.
+ * @return As rma_win_allocate().
+ */
+RMA_API int rma_win_allocate_shared(rma_aint size, int disp_unit, rma_info info, rma_comm comm,
+				    void *baseptr, rma_win *win);
+
+/**
+ * @brief Where rank @p rank's memory of a window is mapped in this process.
+ *
+ * For RMA_PROC_NULL, the memory of the lowest rank with size > 0 (size 0 and
+ * NULL if none). Valid for every flavor but dynamic, since all window memory
+ * of a host is shared (memory of a window made by rma_win_create over memory
+ * not from rma_alloc_mem is not mapped: RMA_ERR_RMA_SHARED).
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_FLAVOR for dynamic windows.
+ */
+RMA_API int rma_win_shared_query(rma_win win, int rank, rma_aint *size, int *disp_unit, void *baseptr);
+
+/**
+ * @brief Create a window with no memory (collective); memory is attached later.
+ *        target_disp of operations on it is an absolute address (rma_get_address()).
+ */
+RMA_API int rma_win_create_dynamic(rma_info info, rma_comm comm, rma_win *win);
+
+/**
+ * @brief Expose [base, base+size) through a dynamic window (local call).
+ *
+ * The region must not overlap one already attached. Peers may access it once
+ * they have synchronized with this process after the call.
+ * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_SIZE;
+ *         RMA_ERR_RMA_ATTACH for an overlap or too many regions (1024).
+ */
+RMA_API int rma_win_attach(rma_win win, void *base, rma_aint size);
+
+/**
+ * @brief Stop exposing the region attached at @p base (local call).
+ * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_RMA_ATTACH if
+ *         no region starts at @p base.
+ */
+RMA_API int rma_win_detach(rma_win win, const void *base);
+
+/**
+ * @brief Free a window (collective); sets *win to RMA_WIN_NULL.
+ *
+ * Returns when every member has called it, so no peer accesses the memory
+ * afterwards. Memory from rma_win_allocate(_shared) is released.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC if this process has
+ *         operations that no synchronization has completed yet.
+ */
+RMA_API int rma_win_free(rma_win *win);
+
+/**
+ * @brief Window attributes, as MPI_Win_get_attr: @p attribute_val receives a
+ *        pointer to the value (void* for RMA_WIN_BASE, rma_aint* for SIZE,
+ *        int* for DISP_UNIT, CREATE_FLAVOR and MODEL).
+ * @return RMA_SUCCESS with *flag = 1; *flag = 0 for an unknown keyval; RMA_ERR_WIN.
+ */
+RMA_API int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag);
+
+/** @brief The group of a window (free it with rma_group_free). */
+RMA_API int rma_win_get_group(rma_win win, rma_group *group);
+
+/**
+ * @brief Change hints of a window (collective). Keys that cannot change after
+ *        creation are ignored, as MPI allows.
+ */
+RMA_API int rma_win_set_info(rma_win win, rma_info info);
+/** @brief A new info object with every hint in force on @p win (free it). */
+RMA_API int rma_win_get_info(rma_win win, rma_info *info_used);
+/** @brief Name a window (used in error messages). RMA_ERR_ARG if longer than RMA_MAX_OBJECT_NAME-1. */
+RMA_API int rma_win_set_name(rma_win win, const char *win_name);
+/** @brief A window's name (default "win#N"); @p resultlen gets its length. */
+RMA_API int rma_win_get_name(rma_win win, char *win_name, int *resultlen);
+
+/* ------------------------------------------------------------------------ */
+/* Communication                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Write origin_count elements of origin_datatype at origin_addr to
+ *        target_rank's window at base + target_disp * disp_unit.
+ *
+ * Same-host targets are written with direct stores. The whole target
+ * footprint is checked against the target window at the origin.
+ * Completion: the data is visible at the target and the origin buffer
+ * reusable after the synchronization that ends the epoch (fence).
+ * RMA_PROC_NULL as target is a no-op (still requires an epoch).
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_COUNT (negative
+ *         count); RMA_ERR_TYPE (invalid datatype or signatures that do not
+ *         match); RMA_ERR_TRUNCATE (origin data larger than the target
+ *         buffer); RMA_ERR_DISP (negative displacement);
+ *         RMA_ERR_RMA_RANGE (footprint outside the target window);
+ *         RMA_ERR_RMA_SYNC (no access epoch open). Nothing is written on error.
+ */
+RMA_API int rma_put(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		    rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win);
+
+/**
+ * @brief Read target_count elements of target_datatype from target_rank's
+ *        window into origin_addr.
+ *
+ * Completion: the data is in the origin buffer after the synchronization that
+ * ends the epoch. Errors as rma_put() (RMA_ERR_TRUNCATE when the target data
+ * is larger than the origin buffer).
+ */
+RMA_API int rma_get(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		    rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win);
+
+/**
+ * @brief Fence: complete every RMA operation this process issued on @p win
+ *        and start the next epoch (collective over the window's group).
+ *
+ * On return, operations issued before the fence by any member are complete
+ * at their targets and origins. @p assert may combine RMA_MODE_NOSTORE,
+ * NOPUT, NOPRECEDE (no operation was issued since the last fence; checked)
+ * and NOSUCCEED (no operation follows: the epoch closes).
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_ASSERT for unknown bits;
+ *         RMA_ERR_RMA_SYNC if NOPRECEDE is asserted after local operations.
+ */
+RMA_API int rma_win_fence(int assert, rma_win win);
+
+/**
+ * @brief Synchronize the private and public copies of the window (a full
+ *        memory barrier; librma windows are unified).
+ */
+RMA_API int rma_win_sync(rma_win win);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RMA_RMA_H */

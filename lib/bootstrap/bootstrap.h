@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bootstrap: how the processes of a job find each other.
+ *
+ * This header is the component's only door. The interface is deliberately
+ * small so that other launchers (PMIx under Slurm or mpirun) can implement
+ * it later: rank, size, host and pid of each rank, and one collective,
+ * allgather-with-file-descriptors, from which barrier, allgather and fd
+ * passing are all made. It is used on the setup path only (window and
+ * communicator creation), never on the data path.
+ *
+ * Implementations:
+ *  - under rmarun (RMA_BOOT_FD in the environment): a SOCK_SEQPACKET socket
+ *    to the launcher, which matches the collective's members and answers;
+ *  - otherwise a singleton job of one rank.
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace librma {
+
+/* What every member gets back from Bootstrap::allgather(). */
+struct GatherResult {
+	/* Each member's data, concatenated in member order (n * len bytes). */
+	std::vector<std::byte> data;
+	/* Each member's file descriptors, concatenated in member order. */
+	std::vector<UniqueFd> fds;
+	/* How many descriptors each member gave (n entries). */
+	std::vector<int> fdCounts;
+	/*
+	 * Unique id of this collective instance: the same at every member,
+	 * never returned for another instance in the job. Used to derive
+	 * context ids of new communicators.
+	 */
+	uint64_t instance = 0;
+};
+
+class Bootstrap
+{
+public:
+	virtual ~Bootstrap() = default;
+
+	int rank() const { return rank_; }
+	int size() const { return size_; }
+	/* Pid of a rank (valid for ranks on this host). */
+	pid_t pid(int worldRank) const { return pids_[worldRank]; }
+	/* Host index of a rank (equal indices share memory); 0 for all today. */
+	int host(int worldRank) const { return hosts_[worldRank]; }
+
+	/*
+	 * Collective over @members (world ranks, in group order; this process
+	 * is members[myIndex]). Every member passes the same @ctx, @seq and
+	 * data length; (ctx, seq) must be unique to this collective instance.
+	 * Each member contributes @data and @fds (any number, may be none).
+	 * Returns RMA_SUCCESS or an error code (RMA_ERR_PROC_FAILED when a
+	 * member died, RMA_ERR_INTERN on a protocol failure).
+	 */
+	virtual int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			      std::span<const std::byte> data, std::span<const int> fds,
+			      GatherResult &out) = 0;
+
+	/* End the whole job with @code (the launcher stops every rank). */
+	[[noreturn]] virtual void abort(int code) = 0;
+
+	/*
+	 * The bootstrap this process was started with: the launcher's if the
+	 * environment names one (RMA_BOOT_FD, RMA_RANK, RMA_SIZE), else a
+	 * singleton. Fills pids and hosts of all ranks (one allgather).
+	 */
+	static Result<std::unique_ptr<Bootstrap>> fromEnvironment();
+
+protected:
+	int rank_ = 0;
+	int size_ = 1;
+	std::vector<pid_t> pids_;
+	std::vector<int> hosts_;
+};
+
+} /* namespace librma */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The launcher: starts the ranks of a job on this host and serves their
+ * bootstrap. rmarun is a thin command line over launch(); the multi-process
+ * tests call launch() with a childMain to fork ranks without exec.
+ */
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace librma {
+
+class Topology;
+
+enum class Bind { None, Core, Numa };
+
+struct LaunchOptions {
+	int nranks = 1;
+	Bind bind = Bind::Core;
+	/* Prefix each line of a rank's stdout/stderr with "[rank] ". */
+	bool tagOutput = false;
+	/* Program and arguments to exec in each rank (unless childMain is set). */
+	std::vector<std::string> argv;
+	/*
+	 * If set, each rank runs childMain(rank) after fork instead of exec,
+	 * with the bootstrap environment set, and exits with its return value.
+	 */
+	std::function<int(int rank)> childMain;
+	/* Seconds between SIGTERM and SIGKILL when the job is being stopped. */
+	double killGraceSeconds = 2.0;
+	/* Whole-job time limit in seconds (0: none); exceeding it fails the job. */
+	double timeoutSeconds = 0;
+	/* Topology used for binding (nullptr: Topology::system()). */
+	const Topology *topology = nullptr;
+	/* Print what happens (binding, exits) to stderr. */
+	bool verbose = false;
+};
+
+/*
+ * Run a job to its end. Returns the job's exit status: 0 when every rank
+ * exited 0; otherwise the first failing rank's exit code (128 + signal for
+ * a rank killed by a signal), after every other rank was stopped. The
+ * code given to rma_abort() is returned as is. Returns 127 if a rank could
+ * not be started.
+ */
+int launch(const LaunchOptions &options);
+
+} /* namespace librma */

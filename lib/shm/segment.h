@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared-memory segments: the memory behind every window. This header is the
+ * component's only door.
+ *
+ * A segment is a memfd: 2 MiB huge pages (MFD_HUGETLB | MFD_HUGE_2MB) when
+ * the policy allows and the host's pool has room, else plain pages with
+ * transparent-huge-page advice. Its memory is bound to a NUMA node before
+ * first touch and reserved in full at creation (huge-page reservation or
+ * fallocate), so running out of memory is an error from create() and never a
+ * SIGBUS later. Peers map it from the fd (passed over the bootstrap). The
+ * memory disappears with the last fd and mapping: nothing is ever left in
+ * /dev/shm, whatever way the job ends.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "numa/topology.h"
+
+namespace librma {
+
+enum class HugePages { Off, Prefer, Require };
+
+/* "prefer" | "require" | "off"; RMA_ERR_INFO_VALUE otherwise. */
+Result<HugePages> parseHugePages(std::string_view text);
+
+inline constexpr std::size_t kHugePageSize = 2u << 20;
+
+struct SegmentOptions {
+	std::size_t size = 0; /* bytes wanted; 0 is allowed (no memory) */
+	HugePages hugePages = HugePages::Prefer;
+	MemPolicy policy;     /* applied before first touch */
+	const char *name = "rma";
+	/* Per-range policies inside the segment (allocate_shared): applied after @policy. */
+	struct Range {
+		std::size_t offset;
+		std::size_t length;
+		MemPolicy policy;
+	};
+	std::vector<Range> ranges;
+};
+
+class Segment
+{
+public:
+	Segment() = default;
+	Segment(Segment &&other) noexcept;
+	Segment &operator=(Segment &&other) noexcept;
+	Segment(const Segment &) = delete;
+	Segment &operator=(const Segment &) = delete;
+	~Segment();
+
+	/*
+	 * Create, reserve, bind and map a new segment (zero-filled).
+	 * RMA_ERR_NO_MEM when the memory cannot be had (with the policy
+	 * Require, also when no huge page is free).
+	 */
+	static Result<Segment> create(const SegmentOptions &options);
+
+	/*
+	 * Map a peer's segment from its fd (takes ownership of @fd).
+	 * @size is the segment's mapped size, @hugePages whether it is hugetlb.
+	 * Page tables are populated at once, so the data path takes no faults.
+	 */
+	static Result<Segment> attach(UniqueFd fd, std::size_t size, bool hugePages);
+
+	bool isValid() const { return data_ != nullptr || size_ == 0; }
+	std::byte *data() const { return data_; }
+	std::size_t size() const { return size_; }             /* bytes asked for */
+	std::size_t mappedSize() const { return mappedSize_; } /* rounded to pages */
+	std::size_t pageSize() const { return pageSize_; }
+	bool hugePages() const { return pageSize_ == kHugePageSize; }
+	int numaNode() const { return numaNode_; } /* -1: none/interleaved */
+	int fd() const { return fd_.get(); }
+	/* Close the fd (the mapping keeps the memory alive). */
+	void closeFd() { fd_.reset(); }
+	/* Unique within this process, never reused. */
+	uint64_t serial() const { return serial_; }
+
+private:
+	UniqueFd fd_;
+	std::byte *data_ = nullptr;
+	std::size_t size_ = 0;
+	std::size_t mappedSize_ = 0;
+	std::size_t pageSize_ = 0;
+	int numaNode_ = -1;
+	uint64_t serial_ = 0;
+};
+
+/* Free 2 MiB pages in the host's pool (free minus reserved), 0 if none. */
+std::size_t freeHugePages();
+
+/*
+ * The segments handed out by rma_alloc_mem(). Thread-safe (control path).
+ */
+class SegmentRegistry
+{
+public:
+	static SegmentRegistry &instance();
+
+	/* Keep @segment; returns its base address. */
+	void *add(Segment segment);
+	/* Drop the segment based at @base; false if there is none. */
+	bool remove(void *base);
+
+	struct Hit {
+		const Segment *segment;
+		std::size_t offset; /* of the queried address in the segment */
+	};
+	/* The registered segment holding all of [p, p+len), if any. */
+	std::optional<Hit> find(const void *p, std::size_t len) const;
+};
+
+} /* namespace librma */
