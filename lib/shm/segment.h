@@ -16,7 +16,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -58,7 +62,12 @@ public:
 	/*
 	 * Create, reserve, bind and map a new segment (zero-filled).
 	 * RMA_ERR_NO_MEM when the memory cannot be had (with the policy
-	 * Require, also when no huge page is free).
+	 * Require, also when no huge page is free; plain pages also when
+	 * the size exceeds availableMemory()), RMA_ERR_ARG when a range lies
+	 * outside the segment. The memfd is sealed against shrinking and
+	 * growing, so no peer can truncate it under another's mapping.
+	 * Under Prefer, any failure of the hugetlb path falls back to plain
+	 * pages. Thread-safe.
 	 */
 	static Result<Segment> create(const SegmentOptions &options);
 
@@ -83,6 +92,10 @@ public:
 	uint64_t serial() const { return serial_; }
 
 private:
+	/* create() with or without hugetlb: the policy decision is made by the caller. */
+	static Result<Segment> createBacked(const SegmentOptions &options, bool huge);
+	void unmap();
+
 	UniqueFd fd_;
 	std::byte *data_ = nullptr;
 	std::size_t size_ = 0;
@@ -96,14 +109,27 @@ private:
 std::size_t freeHugePages();
 
 /*
+ * Bytes of plain memory this process can still be given without reclaiming
+ * more than page cache: the smaller of /proc/meminfo's MemAvailable and the
+ * headroom under each memory cgroup limit that applies to us (v1 or v2).
+ * SIZE_MAX when nothing can be read. Segment::create() refuses more than
+ * this, because filling shared memory past it invokes the OOM killer.
+ */
+std::size_t availableMemory();
+
+/*
  * The segments handed out by rma_alloc_mem(). Thread-safe (control path).
+ * Tests may build their own; the engine uses instance().
  */
 class SegmentRegistry
 {
 public:
 	static SegmentRegistry &instance();
 
-	/* Keep @segment; returns its base address. */
+	/*
+	 * Keep @segment; returns its base address. An empty segment (size 0)
+	 * has no address: it is not kept and nullptr is returned.
+	 */
 	void *add(Segment segment);
 	/* Drop the segment based at @base; false if there is none. */
 	bool remove(void *base);
@@ -112,8 +138,17 @@ public:
 		const Segment *segment;
 		std::size_t offset; /* of the queried address in the segment */
 	};
-	/* The registered segment holding all of [p, p+len), if any. */
+	/*
+	 * The registered segment holding all of [p, p+len) within its size(),
+	 * if any (len 0: p itself must lie inside). The pointer stays valid
+	 * until that segment is removed.
+	 */
 	std::optional<Hit> find(const void *p, std::size_t len) const;
+
+private:
+	mutable std::mutex lock_;
+	/* Keyed by base address, so find() is one upper_bound(). */
+	std::map<std::uintptr_t, Segment> segments_;
 };
 
 } /* namespace librma */

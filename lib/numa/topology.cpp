@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+#include "numa/topology.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+namespace librma {
+
+namespace {
+
+std::optional<std::string> readFile(const std::string &path)
+{
+	std::ifstream in(path);
+	if (!in)
+		return std::nullopt;
+	std::ostringstream text;
+	text << in.rdbuf();
+	if (in.bad())
+		return std::nullopt;
+	return text.str();
+}
+
+bool parseInt(std::string_view text, int &value)
+{
+	const char *end = text.data() + text.size();
+	auto [ptr, ec] = std::from_chars(text.data(), end, value);
+	return ec == std::errc() && ptr == end && value >= 0;
+}
+
+std::string_view trim(std::string_view text)
+{
+	const char *space = " \t\n\r";
+	size_t first = text.find_first_not_of(space);
+	if (first == std::string_view::npos)
+		return {};
+	size_t last = text.find_last_not_of(space);
+	return text.substr(first, last - first + 1);
+}
+
+/* Every online CPU: the tree of a host without NUMA support. */
+std::vector<int> onlineCpus()
+{
+	if (auto text = readFile("/sys/devices/system/cpu/online")) {
+		std::vector<int> cpus = parseCpuList(*text);
+		if (!cpus.empty())
+			return cpus;
+	}
+	long count = sysconf(_SC_NPROCESSORS_ONLN);
+	std::vector<int> cpus;
+	for (long cpu = 0; cpu < std::max(count, 1L); ++cpu)
+		cpus.push_back(static_cast<int>(cpu));
+	return cpus;
+}
+
+/* Ids of the node<N> entries of @root, sorted; empty if unreadable. */
+std::vector<int> nodeIds(const std::string &root)
+{
+	std::vector<int> ids;
+	std::unique_ptr<DIR, int (*)(DIR *)> dir(opendir(root.c_str()), closedir);
+	if (!dir)
+		return ids;
+	while (const dirent *entry = readdir(dir.get())) {
+		std::string_view name = entry->d_name;
+		int id;
+		if (name.starts_with("node") && parseInt(name.substr(4), id))
+			ids.push_back(id);
+	}
+	std::sort(ids.begin(), ids.end());
+	return ids;
+}
+
+/*
+ * Whether node @id has memory: the root's has_memory list when there is one
+ * (the kernel's N_MEMORY state), else the node's own meminfo, else yes.
+ */
+bool nodeHasMemory(const std::string &root, int id, const std::optional<std::vector<int>> &withMemory)
+{
+	if (withMemory)
+		return std::binary_search(withMemory->begin(), withMemory->end(), id);
+	auto meminfo = readFile(root + "/node" + std::to_string(id) + "/meminfo");
+	if (!meminfo)
+		return true;
+	/* "Node 0 MemTotal:       24684092 kB" */
+	size_t pos = meminfo->find("MemTotal:");
+	if (pos == std::string::npos)
+		return true;
+	std::string_view rest = std::string_view(*meminfo).substr(pos + 9);
+	rest = trim(rest.substr(0, rest.find('\n')));
+	rest = rest.substr(0, rest.find(' '));
+	long long kb = 0;
+	std::from_chars(rest.data(), rest.data() + rest.size(), kb);
+	return kb > 0;
+}
+
+} /* namespace */
+
+std::vector<int> parseCpuList(std::string_view text)
+{
+	std::vector<int> ids;
+	text = trim(text);
+	while (!text.empty()) {
+		size_t comma = text.find(',');
+		std::string_view item = trim(text.substr(0, comma));
+		text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+
+		size_t dash = item.find('-');
+		int first, last;
+		if (dash == std::string_view::npos) {
+			if (!parseInt(item, first))
+				continue;
+			last = first;
+		} else if (!parseInt(item.substr(0, dash), first) ||
+			   !parseInt(item.substr(dash + 1), last) || last < first) {
+			continue;
+		}
+		for (int id = first; id <= last; ++id)
+			ids.push_back(id);
+	}
+	std::sort(ids.begin(), ids.end());
+	ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+	return ids;
+}
+
+Topology Topology::fromSysfs(const std::string &root)
+{
+	Topology topology;
+	std::optional<std::vector<int>> withMemory;
+	if (auto text = readFile(root + "/has_memory"))
+		withMemory = parseCpuList(*text);
+
+	for (int id : nodeIds(root)) {
+		NumaNode node;
+		node.id = id;
+		/* An unreadable cpulist leaves the node CPU-less, not the tree unusable. */
+		if (auto text = readFile(root + "/node" + std::to_string(id) + "/cpulist"))
+			node.cpus = parseCpuList(*text);
+		node.hasMemory = nodeHasMemory(root, id, withMemory);
+		topology.nodes_.push_back(std::move(node));
+	}
+
+	if (topology.nodes_.empty()) {
+		NumaNode node;
+		node.cpus = onlineCpus();
+		topology.nodes_.push_back(std::move(node));
+	}
+	return topology;
+}
+
+Topology Topology::synthetic(int nodes, int cpusPerNode)
+{
+	Topology topology;
+	for (int id = 0; id < nodes; ++id) {
+		NumaNode node;
+		node.id = id;
+		for (int cpu = 0; cpu < cpusPerNode; ++cpu)
+			node.cpus.push_back(id * cpusPerNode + cpu);
+		topology.nodes_.push_back(std::move(node));
+	}
+	return topology;
+}
+
+namespace {
+
+struct SystemTopology {
+	std::mutex lock;
+	std::unique_ptr<Topology> topology;
+};
+
+SystemTopology &systemTopology()
+{
+	static SystemTopology system;
+	return system;
+}
+
+} /* namespace */
+
+const Topology &Topology::system()
+{
+	SystemTopology &system = systemTopology();
+	std::lock_guard<std::mutex> guard(system.lock);
+	if (!system.topology) {
+		const char *root = std::getenv("RMA_TOPOLOGY");
+		system.topology = std::make_unique<Topology>(
+			root && *root ? fromSysfs(root) : fromSysfs());
+	}
+	return *system.topology;
+}
+
+void Topology::resetSystemForTesting()
+{
+	SystemTopology &system = systemTopology();
+	std::lock_guard<std::mutex> guard(system.lock);
+	system.topology.reset();
+}
+
+int Topology::nodeOfCpu(int cpu) const
+{
+	for (const NumaNode &node : nodes_) {
+		if (std::binary_search(node.cpus.begin(), node.cpus.end(), cpu))
+			return node.id;
+	}
+	return -1;
+}
+
+int Topology::indexOfNode(int id) const
+{
+	for (size_t i = 0; i < nodes_.size(); ++i) {
+		if (nodes_[i].id == id)
+			return static_cast<int>(i);
+	}
+	return -1;
+}
+
+int currentNode(const Topology &topology)
+{
+	cpu_set_t allowed;
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+		int only = -1;
+		bool single = true;
+		for (int cpu = 0; cpu < CPU_SETSIZE && single; ++cpu) {
+			if (!CPU_ISSET(cpu, &allowed))
+				continue;
+			int node = topology.nodeOfCpu(cpu);
+			if (node < 0 || (only >= 0 && node != only))
+				single = false;
+			else
+				only = node;
+		}
+		if (single && only >= 0)
+			return only;
+	}
+	/* Free to roam over several nodes: the one we run on now is the best guess. */
+	int cpu = sched_getcpu();
+	return cpu < 0 ? -1 : topology.nodeOfCpu(cpu);
+}
+
+} /* namespace librma */

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+#include "shm/segment.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+namespace librma {
+
+namespace {
+
+std::optional<std::string> readText(const std::string &path)
+{
+	std::ifstream in(path);
+	if (!in)
+		return std::nullopt;
+	std::ostringstream text;
+	text << in.rdbuf();
+	return text.str();
+}
+
+/* The leading number of @text; nullopt for anything else ("max"). */
+std::optional<uint64_t> parseNumber(std::string_view text)
+{
+	text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
+	uint64_t value = 0;
+	auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+	if (ec != std::errc() || ptr == text.data())
+		return std::nullopt;
+	return value;
+}
+
+std::optional<uint64_t> readNumber(const std::string &path)
+{
+	auto text = readText(path);
+	return text ? parseNumber(*text) : std::nullopt;
+}
+
+/* The value of the line "@key <value>" (or "@key: <value>") in @text. */
+std::optional<uint64_t> field(const std::string &text, std::string_view key)
+{
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t end = text.find('\n', pos);
+		std::string_view line(text.data() + pos, (end == std::string::npos ? text.size() : end) - pos);
+		if (line.starts_with(key) && line.size() > key.size() &&
+		    (line[key.size()] == ' ' || line[key.size()] == ':'))
+			return parseNumber(line.substr(key.size() + 1));
+		if (end == std::string::npos)
+			break;
+		pos = end + 1;
+	}
+	return std::nullopt;
+}
+
+/*
+ * What a cgroup may still charge before its limit: the kernel reclaims page
+ * cache to make room, but not shared memory (no swap to put it in).
+ */
+uint64_t headroom(uint64_t limit, uint64_t usage, uint64_t cache, uint64_t shmem)
+{
+	uint64_t reclaimable = cache > shmem ? cache - shmem : 0;
+	uint64_t used = usage > reclaimable ? usage - reclaimable : 0;
+	return limit > used ? limit - used : 0;
+}
+
+/* cgroup v2: every ancestor's memory.max applies. */
+uint64_t cgroupV2Headroom(std::string path)
+{
+	uint64_t best = UINT64_MAX;
+	const std::string root = "/sys/fs/cgroup";
+	std::string dir = root + (path == "/" ? "" : path);
+	for (;;) {
+		auto limit = readNumber(dir + "/memory.max");
+		auto usage = readNumber(dir + "/memory.current");
+		auto stat = readText(dir + "/memory.stat");
+		if (limit && usage && stat)
+			best = std::min(best, headroom(*limit, *usage, field(*stat, "file").value_or(0),
+						       field(*stat, "shmem").value_or(0)));
+		if (dir.size() <= root.size())
+			break;
+		dir.resize(dir.rfind('/'));
+	}
+	return best;
+}
+
+/* cgroup v1: hierarchical_memory_limit already folds in the ancestors. */
+uint64_t cgroupV1Headroom(const std::string &path)
+{
+	const std::string root = "/sys/fs/cgroup/memory";
+	/* Inside a cgroup namespace the mount root is our own cgroup. */
+	for (const std::string &dir : { root + path, root }) {
+		auto stat = readText(dir + "/memory.stat");
+		auto usage = readNumber(dir + "/memory.usage_in_bytes");
+		if (!stat || !usage)
+			continue;
+		auto limit = field(*stat, "hierarchical_memory_limit");
+		if (!limit)
+			continue;
+		return headroom(*limit, *usage, field(*stat, "total_cache").value_or(0),
+				field(*stat, "total_shmem").value_or(0));
+	}
+	return UINT64_MAX;
+}
+
+uint64_t cgroupHeadroom()
+{
+	auto text = readText("/proc/self/cgroup");
+	if (!text)
+		return UINT64_MAX;
+	uint64_t best = UINT64_MAX;
+	std::istringstream lines(*text);
+	std::string line;
+	/* "hierarchy-id:controller,list:path" */
+	while (std::getline(lines, line)) {
+		size_t first = line.find(':');
+		size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+		if (second == std::string::npos)
+			continue;
+		std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+		std::string path = line.substr(second + 1);
+		if (line.starts_with("0::"))
+			best = std::min(best, cgroupV2Headroom(path));
+		else if (controllers.find(",memory,") != std::string::npos)
+			best = std::min(best, cgroupV1Headroom(path));
+	}
+	return best;
+}
+
+} /* namespace */
+
+std::size_t availableMemory()
+{
+	uint64_t best = cgroupHeadroom();
+	if (auto meminfo = readText("/proc/meminfo")) {
+		if (auto kb = field(*meminfo, "MemAvailable"))
+			best = std::min(best, *kb * 1024);
+	}
+	return static_cast<std::size_t>(std::min<uint64_t>(best, SIZE_MAX));
+}
+
+} /* namespace librma */

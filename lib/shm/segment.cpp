@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+#include "shm/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <utility>
+
+#include "config.h"
+#include "error/error.h"
+
+namespace librma {
+
+namespace {
+
+#ifdef HAVE_MFD_HUGETLB
+#ifdef HAVE_MFD_HUGE_2MB
+constexpr unsigned kHugeFlags = MFD_HUGETLB | MFD_HUGE_2MB;
+#else
+/* MFD_HUGE_2MB is log2(2 MiB) << MFD_HUGE_SHIFT (26), a fixed kernel ABI value. */
+constexpr unsigned kHugeFlags = MFD_HUGETLB | (21U << 26);
+#endif
+#endif
+
+/* Only uniqueness matters, so relaxed increments are enough. */
+std::atomic<uint64_t> nextSerial{ 1 };
+
+uint64_t newSerial()
+{
+	return nextSerial.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t basePageSize()
+{
+	return static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+/* @size rounded up to @page (a power of two); 0 if that overflows. */
+std::size_t roundUp(std::size_t size, std::size_t page)
+{
+	if (size > SIZE_MAX - (page - 1))
+		return 0;
+	return (size + page - 1) & ~(page - 1);
+}
+
+/*
+ * Fault every page of the mapping in. For hugetlb this is the step that
+ * takes the pages: the mmap() reservation is drawn from the host-wide pool,
+ * but a fault under a bind policy must find a page on the bound node, and
+ * MADV_POPULATE_WRITE reports a shortage as an error where a first touch
+ * would raise SIGBUS. For plain pages (already allocated by fallocate) it
+ * only fills the page tables, as attach() does with MAP_POPULATE.
+ * Kernels before 5.14 lack it (EINVAL); the reservation then has to do.
+ */
+int populate(void *data, std::size_t size)
+{
+	if (madvise(data, size, MADV_POPULATE_WRITE) == 0)
+		return RMA_SUCCESS;
+	int err = errno;
+	if (err == EINVAL)
+		return RMA_SUCCESS;
+	return makeErrnoError(RMA_ERR_NO_MEM, err, "populating a %zu-byte segment", size);
+}
+
+} /* namespace */
+
+Segment::Segment(Segment &&other) noexcept
+	: fd_(std::move(other.fd_)),
+	  data_(std::exchange(other.data_, nullptr)),
+	  size_(std::exchange(other.size_, 0)),
+	  mappedSize_(std::exchange(other.mappedSize_, 0)),
+	  pageSize_(std::exchange(other.pageSize_, 0)),
+	  numaNode_(std::exchange(other.numaNode_, -1)),
+	  serial_(std::exchange(other.serial_, 0))
+{
+}
+
+Segment &Segment::operator=(Segment &&other) noexcept
+{
+	if (this != &other) {
+		unmap();
+		fd_ = std::move(other.fd_);
+		data_ = std::exchange(other.data_, nullptr);
+		size_ = std::exchange(other.size_, 0);
+		mappedSize_ = std::exchange(other.mappedSize_, 0);
+		pageSize_ = std::exchange(other.pageSize_, 0);
+		numaNode_ = std::exchange(other.numaNode_, -1);
+		serial_ = std::exchange(other.serial_, 0);
+	}
+	return *this;
+}
+
+Segment::~Segment()
+{
+	unmap();
+}
+
+void Segment::unmap()
+{
+	if (data_)
+		munmap(data_, mappedSize_);
+	data_ = nullptr;
+}
+
+Result<Segment> Segment::create(const SegmentOptions &options)
+{
+	for (const SegmentOptions::Range &range : options.ranges) {
+		if (range.offset > options.size || range.length > options.size - range.offset)
+			return Result<Segment>::failure(makeError(
+				RMA_ERR_ARG, "range [%zu, +%zu) lies outside a %zu-byte segment",
+				range.offset, range.length, options.size));
+	}
+
+	if (options.size == 0) {
+		Segment segment;
+		segment.pageSize_ = basePageSize();
+		segment.serial_ = newSerial();
+		return segment;
+	}
+
+	if (options.hugePages != HugePages::Off) {
+		std::size_t needed = options.size / kHugePageSize + (options.size % kHugePageSize != 0);
+		std::size_t free = freeHugePages();
+		if (free >= needed) {
+			Result<Segment> huge = createBacked(options, true);
+			if (huge.ok() || options.hugePages == HugePages::Require)
+				return huge;
+			/* Prefer: lost a race for the pool, or no hugetlbfs; plain pages do. */
+		} else if (options.hugePages == HugePages::Require) {
+			return Result<Segment>::failure(makeError(
+				RMA_ERR_NO_MEM,
+				"no 2 MiB huge pages free for a %zu-byte segment: %zu needed, %zu free",
+				options.size, needed, free));
+		}
+	}
+	return createBacked(options, false);
+}
+
+Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
+{
+	using R = Result<Segment>;
+	Segment segment;
+	segment.size_ = options.size;
+	segment.pageSize_ = huge ? kHugePageSize : basePageSize();
+	segment.mappedSize_ = roundUp(options.size, segment.pageSize_);
+	if (segment.mappedSize_ == 0)
+		return R::failure(makeError(RMA_ERR_NO_MEM, "a %zu-byte segment cannot be mapped", options.size));
+
+	if (!huge) {
+		/*
+		 * fallocate() of more than the host can give does not fail: the
+		 * OOM killer picks a victim first (maybe a peer, maybe us).
+		 */
+		std::size_t available = availableMemory();
+		if (segment.mappedSize_ > available)
+			return R::failure(makeError(
+				RMA_ERR_NO_MEM,
+				"a %zu-byte segment exceeds the %zu bytes of memory this host can give",
+				segment.mappedSize_, available));
+	}
+
+	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	if (huge) {
+#ifdef HAVE_MFD_HUGETLB
+		flags |= kHugeFlags;
+#else
+		return R::failure(makeError(RMA_ERR_NO_MEM, "this build has no MFD_HUGETLB"));
+#endif
+	}
+	int fd = memfd_create(options.name, flags);
+	if (fd < 0) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "memfd_create(\"%s\"%s)", options.name,
+						 huge ? ", MFD_HUGETLB" : ""));
+	}
+	segment.fd_.reset(fd);
+
+	if (ftruncate(fd, static_cast<off_t>(segment.mappedSize_)) != 0) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "sizing a segment to %zu bytes",
+						 segment.mappedSize_));
+	}
+	/*
+	 * From here on the size is fixed for good: a peer that shrank the file
+	 * would make every other process's accesses past the end SIGBUS.
+	 * F_SEAL_SEAL stops anyone adding seals (F_SEAL_WRITE) later.
+	 */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_INTERN, err, "sealing a segment"));
+	}
+
+	/* No MAP_NORESERVE: for hugetlb, this mmap() reserves the pages or fails. */
+	void *data = mmap(nullptr, segment.mappedSize_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (data == MAP_FAILED) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "mapping a %zu-byte segment%s",
+						 segment.mappedSize_, huge ? " of huge pages" : ""));
+	}
+	segment.data_ = static_cast<std::byte *>(data);
+
+	/* Policies must be in place before the first page is allocated. */
+	int rc = applyMemPolicy(data, segment.mappedSize_, options.policy);
+	if (rc != RMA_SUCCESS)
+		return R::failure(rc);
+	/*
+	 * Ranges are widened to whole pages; a page shared by two ranges
+	 * follows the later one, whose data starts in it.
+	 */
+	for (const SegmentOptions::Range &range : options.ranges) {
+		if (range.length == 0)
+			continue;
+		std::size_t begin = range.offset & ~(segment.pageSize_ - 1);
+		std::size_t end = roundUp(range.offset + range.length, segment.pageSize_);
+		rc = applyMemPolicy(segment.data_ + begin, end - begin, range.policy);
+		if (rc != RMA_SUCCESS)
+			return R::failure(rc);
+	}
+
+	if (!huge) {
+		/* Transparent huge pages where the kernel allows; a hint only. */
+		madvise(data, segment.mappedSize_, MADV_HUGEPAGE);
+		if (fallocate(fd, 0, 0, static_cast<off_t>(segment.mappedSize_)) != 0) {
+			int err = errno;
+			return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "reserving %zu bytes of shared memory",
+							 segment.mappedSize_));
+		}
+	}
+	rc = populate(data, segment.mappedSize_);
+	if (rc != RMA_SUCCESS)
+		return R::failure(rc);
+
+	segment.numaNode_ = options.policy.reportedNode();
+	segment.serial_ = newSerial();
+	return segment;
+}
+
+Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
+{
+	using R = Result<Segment>;
+	Segment segment;
+	segment.size_ = size;
+	segment.pageSize_ = hugePages ? kHugePageSize : basePageSize();
+	segment.fd_ = std::move(fd);
+	segment.serial_ = newSerial();
+	if (size == 0)
+		return segment;
+
+	segment.mappedSize_ = roundUp(size, segment.pageSize_);
+	if (segment.mappedSize_ == 0)
+		return R::failure(makeError(RMA_ERR_ARG, "a %zu-byte segment cannot be mapped", size));
+	/* Mapping past the end of the file would SIGBUS on first access. */
+	struct stat st;
+	if (fstat(segment.fd_.get(), &st) != 0) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_ARG, err, "attaching segment fd %d", segment.fd_.get()));
+	}
+	if (static_cast<uint64_t>(st.st_size) < segment.mappedSize_)
+		return R::failure(makeError(RMA_ERR_ARG, "segment fd %d holds %lld bytes, fewer than the %zu to map",
+					    segment.fd_.get(), static_cast<long long>(st.st_size),
+					    segment.mappedSize_));
+
+	void *data = mmap(nullptr, segment.mappedSize_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			  segment.fd_.get(), 0);
+	if (data == MAP_FAILED) {
+		int err = errno;
+		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "mapping a peer's %zu-byte segment",
+						 segment.mappedSize_));
+	}
+	segment.data_ = static_cast<std::byte *>(data);
+	return segment;
+}
+
+} /* namespace librma */
