@@ -70,10 +70,10 @@ int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy)
 {
 	if (policy.mode == MPOL_DEFAULT || len == 0)
 		return RMA_SUCCESS;
-	if ((policy.mode != MPOL_BIND && policy.mode != MPOL_INTERLEAVE &&
-	     policy.mode != MPOL_PREFERRED) || policy.nodes.empty())
-		return makeError(RMA_ERR_ARG, "memory policy mode %d with %zu nodes cannot be applied",
-				 policy.mode, policy.nodes.size());
+	if ((policy.mode != MPOL_BIND && policy.mode != MPOL_INTERLEAVE && policy.mode != MPOL_PREFERRED) ||
+	    policy.nodes.empty())
+		return makeError(RMA_ERR_ARG, "memory policy mode %d with %zu nodes cannot be applied", policy.mode,
+				 policy.nodes.size());
 
 	NodeMask allowed{};
 	bool filter = sysMemsAllowed(allowed.data()) == 0;
@@ -94,8 +94,8 @@ int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy)
 
 	if (sysMbind(addr, len, policy.mode, mask.data()) != 0) {
 		int err = errno;
-		return makeErrnoError(RMA_ERR_NO_MEM, err, "mbind(%p, %zu, mode %d, first node %d)",
-				      addr, len, policy.mode, policy.nodes.front());
+		return makeErrnoError(RMA_ERR_NO_MEM, err, "mbind(%p, %zu bytes, mode %d, %zu nodes from %d)", addr,
+				      len, policy.mode, policy.nodes.size(), policy.nodes.front());
 	}
 	return RMA_SUCCESS;
 }

@@ -3,6 +3,7 @@
 
 #include <linux/mempolicy.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "error/error.h"
@@ -16,8 +17,7 @@ constexpr int kQuoteMax = 64;
 
 int badPlacement(std::string_view text)
 {
-	return makeError(RMA_ERR_INFO_VALUE,
-			 "rma_placement \"%.*s\"%s: expected local, interleave, node:N or none",
+	return makeError(RMA_ERR_INFO_VALUE, "rma_placement \"%.*s\"%s: expected local, interleave, node:N or none",
 			 static_cast<int>(std::min<size_t>(text.size(), kQuoteMax)), text.data(),
 			 text.size() > kQuoteMax ? "..." : "");
 }
@@ -56,10 +56,14 @@ Result<Placement> Placement::parse(std::string_view text)
 std::string Placement::str() const
 {
 	switch (kind) {
-	case Kind::Local: return "local";
-	case Kind::Interleave: return "interleave";
-	case Kind::Node: return "node:" + std::to_string(node);
-	case Kind::None: return "none";
+	case Kind::Local:
+		return "local";
+	case Kind::Interleave:
+		return "interleave";
+	case Kind::Node:
+		return "node:" + std::to_string(node);
+	case Kind::None:
+		return "none";
 	}
 	return "none";
 }
@@ -97,9 +101,9 @@ Result<MemPolicy> resolvePlacement(const Placement &placement, const Topology &t
 				RMA_ERR_INFO_VALUE, "rma_placement \"node:%d\": this host has no NUMA node %d",
 				placement.node, placement.node));
 		if (!topology.nodes()[index].hasMemory)
-			return Result<MemPolicy>::failure(makeError(
-				RMA_ERR_INFO_VALUE, "rma_placement \"node:%d\": NUMA node %d has no memory",
-				placement.node, placement.node));
+			return Result<MemPolicy>::failure(
+				makeError(RMA_ERR_INFO_VALUE, "rma_placement \"node:%d\": NUMA node %d has no memory",
+					  placement.node, placement.node));
 		return MemPolicy{ MPOL_BIND, { placement.node } };
 	}
 	case Placement::Kind::None:

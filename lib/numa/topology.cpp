@@ -119,8 +119,8 @@ std::vector<int> parseCpuList(std::string_view text)
 			if (!parseInt(item, first))
 				continue;
 			last = first;
-		} else if (!parseInt(item.substr(0, dash), first) ||
-			   !parseInt(item.substr(dash + 1), last) || last < first) {
+		} else if (!parseInt(item.substr(0, dash), first) || !parseInt(item.substr(dash + 1), last) ||
+			   last < first) {
 			continue;
 		}
 		for (int id = first; id <= last; ++id)
@@ -190,8 +190,7 @@ const Topology &Topology::system()
 	std::lock_guard<std::mutex> guard(system.lock);
 	if (!system.topology) {
 		const char *root = std::getenv("RMA_TOPOLOGY");
-		system.topology = std::make_unique<Topology>(
-			root && *root ? fromSysfs(root) : fromSysfs());
+		system.topology = std::make_unique<Topology>(root && *root ? fromSysfs(root) : fromSysfs());
 	}
 	return *system.topology;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/segment.h"
 
-#include <charconv>
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -44,8 +44,7 @@ Result<HugePages> parseHugePages(std::string_view text)
 	constexpr size_t kQuoteMax = 64;
 	return Result<HugePages>::failure(makeError(
 		RMA_ERR_INFO_VALUE, "huge pages \"%.*s\"%s: expected prefer, require or off",
-		static_cast<int>(std::min(text.size(), kQuoteMax)), text.data(),
-		text.size() > kQuoteMax ? "..." : ""));
+		static_cast<int>(std::min(text.size(), kQuoteMax)), text.data(), text.size() > kQuoteMax ? "..." : ""));
 }
 
 } /* namespace librma */

@@ -14,6 +14,10 @@
 #include "config.h"
 #include "error/error.h"
 
+#ifdef HAVE_MFD_HUGE_2MB
+#include <linux/memfd.h>
+#endif
+
 namespace librma {
 
 namespace {
@@ -22,7 +26,11 @@ namespace {
 #ifdef HAVE_MFD_HUGE_2MB
 constexpr unsigned kHugeFlags = MFD_HUGETLB | MFD_HUGE_2MB;
 #else
-/* MFD_HUGE_2MB is log2(2 MiB) << MFD_HUGE_SHIFT (26), a fixed kernel ABI value. */
+/*
+ * Without MFD_HUGE_2MB, MFD_HUGETLB alone would pick the default huge
+ * page size, maybe 1 GiB; the size is a fixed kernel ABI encoding:
+ * log2(2 MiB) << MFD_HUGE_SHIFT (26).
+ */
 constexpr unsigned kHugeFlags = MFD_HUGETLB | (21U << 26);
 #endif
 #endif
@@ -70,13 +78,9 @@ int populate(void *data, std::size_t size)
 } /* namespace */
 
 Segment::Segment(Segment &&other) noexcept
-	: fd_(std::move(other.fd_)),
-	  data_(std::exchange(other.data_, nullptr)),
-	  size_(std::exchange(other.size_, 0)),
-	  mappedSize_(std::exchange(other.mappedSize_, 0)),
-	  pageSize_(std::exchange(other.pageSize_, 0)),
-	  numaNode_(std::exchange(other.numaNode_, -1)),
-	  serial_(std::exchange(other.serial_, 0))
+    : fd_(std::move(other.fd_)), data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
+      mappedSize_(std::exchange(other.mappedSize_, 0)), pageSize_(std::exchange(other.pageSize_, 0)),
+      numaNode_(std::exchange(other.numaNode_, -1)), serial_(std::exchange(other.serial_, 0))
 {
 }
 
@@ -111,9 +115,9 @@ Result<Segment> Segment::create(const SegmentOptions &options)
 {
 	for (const SegmentOptions::Range &range : options.ranges) {
 		if (range.offset > options.size || range.length > options.size - range.offset)
-			return Result<Segment>::failure(makeError(
-				RMA_ERR_ARG, "range [%zu, +%zu) lies outside a %zu-byte segment",
-				range.offset, range.length, options.size));
+			return Result<Segment>::failure(makeError(RMA_ERR_ARG,
+								  "range [%zu, +%zu) lies outside a %zu-byte segment",
+								  range.offset, range.length, options.size));
 	}
 
 	if (options.size == 0) {
@@ -133,8 +137,7 @@ Result<Segment> Segment::create(const SegmentOptions &options)
 			/* Prefer: lost a race for the pool, or no hugetlbfs; plain pages do. */
 		} else if (options.hugePages == HugePages::Require) {
 			return Result<Segment>::failure(makeError(
-				RMA_ERR_NO_MEM,
-				"no 2 MiB huge pages free for a %zu-byte segment: %zu needed, %zu free",
+				RMA_ERR_NO_MEM, "no 2 MiB huge pages free for a %zu-byte segment: %zu needed, %zu free",
 				options.size, needed, free));
 		}
 	}
@@ -159,8 +162,7 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 		std::size_t available = availableMemory();
 		if (segment.mappedSize_ > available)
 			return R::failure(makeError(
-				RMA_ERR_NO_MEM,
-				"a %zu-byte segment exceeds the %zu bytes of memory this host can give",
+				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
 				segment.mappedSize_, available));
 	}
 
@@ -182,8 +184,8 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 
 	if (ftruncate(fd, static_cast<off_t>(segment.mappedSize_)) != 0) {
 		int err = errno;
-		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "sizing a segment to %zu bytes",
-						 segment.mappedSize_));
+		return R::failure(
+			makeErrnoError(RMA_ERR_NO_MEM, err, "sizing a segment to %zu bytes", segment.mappedSize_));
 	}
 	/*
 	 * From here on the size is fixed for good: a peer that shrank the file
@@ -269,8 +271,8 @@ Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
 			  segment.fd_.get(), 0);
 	if (data == MAP_FAILED) {
 		int err = errno;
-		return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "mapping a peer's %zu-byte segment",
-						 segment.mappedSize_));
+		return R::failure(
+			makeErrnoError(RMA_ERR_NO_MEM, err, "mapping a peer's %zu-byte segment", segment.mappedSize_));
 	}
 	segment.data_ = static_cast<std::byte *>(data);
 	return segment;

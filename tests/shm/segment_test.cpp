@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+#include "shm/segment.h"
+
+#include <fcntl.h>
+#include <linux/mempolicy.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "error/error.h"
+#include "host_state.h"
+
+namespace librma {
+namespace {
+
+using test::inChild;
+using test::meminfo;
+
+const std::size_t kPage = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+
+int firstMemoryNode()
+{
+	const Topology topology = Topology::fromSysfs();
+	for (const NumaNode &node : topology.nodes()) {
+		if (node.hasMemory)
+			return node.id;
+	}
+	return -1;
+}
+
+int policyModeAt(const void *addr)
+{
+	int mode = -1;
+	unsigned long mask[64] = {};
+	long rc = syscall(SYS_get_mempolicy, &mode, mask, 64 * 64 + 1, addr, MPOL_F_ADDR);
+	EXPECT_EQ(rc, 0) << std::strerror(errno);
+	return mode;
+}
+
+/* Whether [addr, addr+len) is mapped in this process (mincore() fails with ENOMEM if not). */
+bool isMapped(const void *addr, std::size_t len)
+{
+	std::vector<unsigned char> pages((len + kPage - 1) / kPage);
+	return mincore(const_cast<void *>(addr), len, pages.data()) == 0;
+}
+
+SegmentOptions plain(std::size_t size)
+{
+	SegmentOptions options;
+	options.size = size;
+	options.hugePages = HugePages::Off;
+	options.name = "rma-segment-test";
+	return options;
+}
+
+Segment mustCreate(const SegmentOptions &options)
+{
+	Result<Segment> segment = Segment::create(options);
+	EXPECT_TRUE(segment.ok()) << errorMessage(segment.code());
+	return segment.ok() ? std::move(*segment) : Segment();
+}
+
+TEST(SegmentTest, PlainSegmentIsZeroFilledAndWritable)
+{
+	Segment segment = mustCreate(plain(3 * kPage + 100));
+	ASSERT_NE(segment.data(), nullptr);
+
+	EXPECT_TRUE(segment.isValid());
+	EXPECT_EQ(segment.size(), 3 * kPage + 100);
+	EXPECT_EQ(segment.mappedSize(), 4 * kPage);
+	EXPECT_EQ(segment.pageSize(), 4096u);
+	EXPECT_FALSE(segment.hugePages());
+	EXPECT_GE(segment.fd(), 0);
+	EXPECT_TRUE(std::all_of(segment.data(), segment.data() + segment.mappedSize(),
+				[](std::byte b) { return b == std::byte{ 0 }; }));
+	std::memset(segment.data(), 0xa5, segment.mappedSize());
+	EXPECT_EQ(segment.data()[segment.mappedSize() - 1], std::byte{ 0xa5 });
+}
+
+TEST(SegmentTest, PlainSegmentIsSealedAgainstResizing)
+{
+	Segment segment = mustCreate(plain(2 * kPage));
+
+	int seals = fcntl(segment.fd(), F_GET_SEALS);
+	EXPECT_EQ(seals, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	int rc = ftruncate(segment.fd(), 0);
+	int err = errno;
+	EXPECT_EQ(rc, -1);
+	EXPECT_EQ(err, EPERM);
+	EXPECT_NE(ftruncate(segment.fd(), 4 * kPage), 0);
+	EXPECT_NE(fcntl(segment.fd(), F_ADD_SEALS, F_SEAL_WRITE), 0);
+	struct stat st;
+	ASSERT_EQ(fstat(segment.fd(), &st), 0);
+	EXPECT_EQ(static_cast<std::size_t>(st.st_size), segment.mappedSize());
+}
+
+TEST(SegmentTest, PlainSegmentIsFullyReservedAtCreation)
+{
+	long long before = meminfo("Shmem");
+
+	Segment segment = mustCreate(plain(64 << 20));
+
+	/* fallocate() took every page: nothing is left to fault in later. */
+	EXPECT_GE(meminfo("Shmem") - before, (64 << 10) - 4096);
+	struct stat st;
+	ASSERT_EQ(fstat(segment.fd(), &st), 0);
+	EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, segment.mappedSize());
+}
+
+TEST(SegmentTest, ReportsTheBoundNodeAndBindsBeforeTouch)
+{
+	int node = firstMemoryNode();
+	ASSERT_GE(node, 0);
+	SegmentOptions options = plain(4 * kPage);
+	options.policy = MemPolicy{ MPOL_BIND, { node } };
+
+	Segment segment = mustCreate(options);
+	ASSERT_NE(segment.data(), nullptr);
+
+	EXPECT_EQ(segment.numaNode(), node);
+	EXPECT_EQ(policyModeAt(segment.data()), MPOL_BIND);
+	int pageNode = -1;
+	ASSERT_EQ(syscall(SYS_get_mempolicy, &pageNode, nullptr, 0, segment.data(), MPOL_F_NODE | MPOL_F_ADDR), 0);
+	EXPECT_EQ(pageNode, node);
+}
+
+TEST(SegmentTest, DefaultPolicyReportsNoNode)
+{
+	Segment segment = mustCreate(plain(kPage));
+
+	EXPECT_EQ(segment.numaNode(), -1);
+	EXPECT_EQ(policyModeAt(segment.data()), MPOL_DEFAULT);
+}
+
+TEST(SegmentTest, AppliesRangePoliciesToWholePages)
+{
+	int node = firstMemoryNode();
+	ASSERT_GE(node, 0);
+	SegmentOptions options = plain(8 * kPage);
+	/* Bytes 2.5 .. 3.5 pages in: pages 2 and 3. */
+	options.ranges.push_back({ 2 * kPage + kPage / 2, kPage, MemPolicy{ MPOL_BIND, { node } } });
+
+	Segment segment = mustCreate(options);
+	ASSERT_NE(segment.data(), nullptr);
+
+	EXPECT_EQ(policyModeAt(segment.data() + 1 * kPage), MPOL_DEFAULT);
+	EXPECT_EQ(policyModeAt(segment.data() + 2 * kPage), MPOL_BIND);
+	EXPECT_EQ(policyModeAt(segment.data() + 3 * kPage), MPOL_BIND);
+	EXPECT_EQ(policyModeAt(segment.data() + 4 * kPage), MPOL_DEFAULT);
+}
+
+TEST(SegmentTest, RejectsRangesOutsideTheSegment)
+{
+	SegmentOptions options = plain(4 * kPage);
+	options.ranges.push_back({ 3 * kPage, 2 * kPage, MemPolicy{} });
+
+	Result<Segment> segment = Segment::create(options);
+
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_ARG);
+}
+
+TEST(SegmentTest, ZeroSizeIsAValidEmptySegment)
+{
+	for (HugePages huge : { HugePages::Off, HugePages::Prefer, HugePages::Require }) {
+		SegmentOptions options = plain(0);
+		options.hugePages = huge;
+
+		Segment segment = mustCreate(options);
+
+		EXPECT_TRUE(segment.isValid());
+		EXPECT_EQ(segment.data(), nullptr);
+		EXPECT_EQ(segment.size(), 0u);
+		EXPECT_EQ(segment.mappedSize(), 0u);
+		EXPECT_EQ(segment.fd(), -1);
+		EXPECT_NE(segment.serial(), 0u);
+	}
+}
+
+TEST(SegmentTest, SerialsAreUniqueAndNeverReused)
+{
+	uint64_t first = mustCreate(plain(kPage)).serial();
+	uint64_t second = mustCreate(plain(kPage)).serial();
+	uint64_t empty = mustCreate(plain(0)).serial();
+
+	EXPECT_NE(first, 0u);
+	EXPECT_GT(second, first);
+	EXPECT_GT(empty, second);
+}
+
+TEST(SegmentTest, MoveConstructionTransfersOwnership)
+{
+	Segment from = mustCreate(plain(kPage));
+	std::byte *data = from.data();
+	int fd = from.fd();
+	uint64_t serial = from.serial();
+
+	Segment to(std::move(from));
+
+	EXPECT_EQ(to.data(), data);
+	EXPECT_EQ(to.fd(), fd);
+	EXPECT_EQ(to.serial(), serial);
+	EXPECT_EQ(to.mappedSize(), kPage);
+	EXPECT_EQ(from.data(), nullptr);
+	EXPECT_EQ(from.fd(), -1);
+	EXPECT_EQ(from.size(), 0u);
+	EXPECT_TRUE(isMapped(data, kPage));
+}
+
+TEST(SegmentTest, MoveAssignmentReleasesTheOldSegment)
+{
+	Segment target = mustCreate(plain(2 * kPage));
+	Segment source = mustCreate(plain(kPage));
+	std::byte *oldData = target.data();
+	std::byte *newData = source.data();
+
+	target = std::move(source);
+
+	EXPECT_EQ(target.data(), newData);
+	EXPECT_EQ(target.mappedSize(), kPage);
+	EXPECT_FALSE(isMapped(oldData, 2 * kPage));
+	EXPECT_EQ(source.data(), nullptr);
+
+	Segment &alias = target;
+	target = std::move(alias);
+	EXPECT_EQ(target.data(), newData);
+	EXPECT_TRUE(isMapped(newData, kPage));
+}
+
+TEST(SegmentTest, DestructionUnmapsAndCloses)
+{
+	std::byte *data;
+	int fd;
+	{
+		Segment segment = mustCreate(plain(kPage));
+		data = segment.data();
+		fd = segment.fd();
+		ASSERT_TRUE(isMapped(data, kPage));
+	}
+	EXPECT_FALSE(isMapped(data, kPage));
+	EXPECT_EQ(fcntl(fd, F_GETFD), -1);
+}
+
+TEST(SegmentTest, MappingOutlivesClosedFd)
+{
+	Segment segment = mustCreate(plain(kPage));
+
+	segment.closeFd();
+	segment.data()[0] = std::byte{ 7 };
+
+	EXPECT_EQ(segment.fd(), -1);
+	EXPECT_EQ(segment.data()[0], std::byte{ 7 });
+}
+
+TEST(SegmentAttachTest, ForkedChildSeesWritesBothWays)
+{
+	const std::size_t size = 5 * kPage + 3;
+	Segment segment = mustCreate(plain(size));
+	ASSERT_NE(segment.data(), nullptr);
+	for (std::size_t i = 0; i < size; ++i)
+		segment.data()[i] = std::byte(i * 7 + 1);
+
+	int status = inChild([&] {
+		Result<Segment> peer = Segment::attach(UniqueFd(dup(segment.fd())), size, false);
+		if (!peer.ok() || peer->size() != size || peer->mappedSize() != 6 * kPage)
+			return 2;
+		for (std::size_t i = 0; i < size; ++i) {
+			if (peer->data()[i] != std::byte(i * 7 + 1))
+				return 3;
+			peer->data()[i] = std::byte(i * 3 + 2);
+		}
+		return 0;
+	});
+
+	ASSERT_EQ(status, 0);
+	for (std::size_t i = 0; i < size; ++i)
+		ASSERT_EQ(segment.data()[i], std::byte(i * 3 + 2)) << i;
+}
+
+TEST(SegmentAttachTest, AttachedMappingIsDistinctButShared)
+{
+	Segment segment = mustCreate(plain(2 * kPage));
+
+	Result<Segment> peer = Segment::attach(UniqueFd(dup(segment.fd())), 2 * kPage, false);
+	ASSERT_TRUE(peer.ok()) << errorMessage(peer.code());
+
+	EXPECT_NE(peer->data(), segment.data());
+	EXPECT_NE(peer->serial(), segment.serial());
+	EXPECT_EQ(peer->pageSize(), kPage);
+	peer->data()[kPage + 1] = std::byte{ 42 };
+	EXPECT_EQ(segment.data()[kPage + 1], std::byte{ 42 });
+}
+
+TEST(SegmentAttachTest, RejectsAFileShorterThanTheMapping)
+{
+	Segment segment = mustCreate(plain(kPage));
+
+	Result<Segment> peer = Segment::attach(UniqueFd(dup(segment.fd())), 2 * kPage, false);
+
+	ASSERT_FALSE(peer.ok());
+	EXPECT_EQ(errorClass(peer.code()), RMA_ERR_ARG);
+}
+
+TEST(SegmentAttachTest, RejectsABadFd)
+{
+	Result<Segment> peer = Segment::attach(UniqueFd(), kPage, false);
+
+	ASSERT_FALSE(peer.ok());
+	EXPECT_EQ(errorClass(peer.code()), RMA_ERR_ARG);
+}
+
+TEST(SegmentAttachTest, ZeroSizeIsEmpty)
+{
+	Result<Segment> peer = Segment::attach(UniqueFd(), 0, false);
+
+	ASSERT_TRUE(peer.ok());
+	EXPECT_TRUE(peer->isValid());
+	EXPECT_EQ(peer->data(), nullptr);
+}
+
+TEST(SegmentLimitTest, AvailableMemoryIsPositiveAndAtMostRam)
+{
+	std::size_t available = availableMemory();
+
+	EXPECT_GT(available, 0u);
+	EXPECT_LE(available, static_cast<std::size_t>(meminfo("MemTotal")) * 1024);
+}
+
+TEST(SegmentLimitTest, MoreThanTheHostHasFailsFastAndAllocatesNothing)
+{
+	std::size_t size = static_cast<std::size_t>(meminfo("MemTotal")) * 1024 * 4;
+	long long before = meminfo("Shmem");
+	auto start = std::chrono::steady_clock::now();
+
+	Result<Segment> segment = Segment::create(plain(size));
+
+	auto elapsed = std::chrono::steady_clock::now() - start;
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+	std::string message = errorMessage(segment.code());
+	EXPECT_NE(message.find(std::to_string(size)), std::string::npos) << message;
+	EXPECT_LT(elapsed, std::chrono::seconds(1));
+	EXPECT_LT(meminfo("Shmem") - before, 16 << 10);
+}
+
+TEST(SegmentLimitTest, PreferFallsBackToTheSameGuard)
+{
+	SegmentOptions options = plain(static_cast<std::size_t>(meminfo("MemTotal")) * 1024 * 4);
+	options.hugePages = HugePages::Prefer;
+
+	Result<Segment> segment = Segment::create(options);
+
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+}
+
+TEST(SegmentLimitTest, UnmappableSizeIsNoMem)
+{
+	Result<Segment> segment = Segment::create(plain(SIZE_MAX));
+
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+}
+
+TEST(SegmentLeakTest, NothingRemainsAfterDestruction)
+{
+	const std::size_t size = 32 << 20;
+	const long long sizeKb = size >> 10;
+	std::set<std::string> shmBefore = test::devShmEntries();
+	long long before = meminfo("Shmem");
+	{
+		std::vector<Segment> segments;
+		for (int i = 0; i < 4; ++i)
+			segments.push_back(mustCreate(plain(size)));
+		Result<Segment> peer = Segment::attach(UniqueFd(dup(segments[0].fd())), size, false);
+		ASSERT_TRUE(peer.ok());
+		segments[1].closeFd();
+		EXPECT_GE(meminfo("Shmem") - before, 4 * sizeKb - 4096);
+	}
+
+	/* The memory goes with the last fd and mapping, not later. */
+	EXPECT_LT(std::abs(meminfo("Shmem") - before), sizeKb / 2);
+	std::set<std::string> shmAfter = test::devShmEntries();
+	for (const std::string &name : shmAfter)
+		EXPECT_TRUE(shmBefore.count(name)) << "new /dev/shm entry " << name;
+}
+
+TEST(HugePagesPolicyTest, ParsesEveryPolicy)
+{
+	EXPECT_EQ(*parseHugePages("prefer"), HugePages::Prefer);
+	EXPECT_EQ(*parseHugePages("require"), HugePages::Require);
+	EXPECT_EQ(*parseHugePages("off"), HugePages::Off);
+}
+
+TEST(HugePagesPolicyTest, RejectsOtherValuesQuotingThem)
+{
+	for (const char *text : { "", "on", "Prefer", "required", "off " }) {
+		Result<HugePages> policy = parseHugePages(text);
+		ASSERT_FALSE(policy.ok()) << text;
+		EXPECT_EQ(errorClass(policy.code()), RMA_ERR_INFO_VALUE);
+		EXPECT_NE(errorMessage(policy.code()).find('"' + std::string(text) + '"'), std::string::npos);
+	}
+}
+
+} /* namespace */
+} /* namespace librma */
