@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file rma.hpp
+ * @brief Idiomatic C++20 over librma's C API (rma.h): RAII objects, spans,
+ *        typed put/get, errors as values. No second implementation: every
+ *        member calls the C function of the same name.
+ *
+ * Errors: calls return rma::Status (or rma::Result<T>), never throw. Windows
+ * made here use RMA_ERRORS_RETURN, so their errors come back as values; the
+ * communicator's own handler is left as the application set it, except that
+ * window creation reports its error as a value too.
+ *
+ * Thread safety: as the C API (RMA_THREAD_SERIALIZED).
+ */
+#ifndef RMA_RMA_HPP
+#define RMA_RMA_HPP
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <rma/rma.h>
+
+namespace rma {
+
+/** @brief The outcome of a call: RMA_SUCCESS or an error code with a message. */
+class [[nodiscard]] Status
+{
+public:
+	constexpr Status() = default;
+	constexpr explicit Status(int code) : code_(code) {}
+
+	/** True on success. */
+	constexpr bool ok() const { return code_ == RMA_SUCCESS; }
+	constexpr explicit operator bool() const { return ok(); }
+	/** The raw code (as the C API returned it). */
+	constexpr int code() const { return code_; }
+	/** The error class (RMA_ERR_*), RMA_SUCCESS on success. */
+	int errorClass() const
+	{
+		int cls = RMA_ERR_UNKNOWN;
+		return rma_error_class(code_, &cls) == RMA_SUCCESS ? cls : RMA_ERR_UNKNOWN;
+	}
+	/** The message naming call, object and numbers. */
+	std::string message() const
+	{
+		char buf[RMA_MAX_ERROR_STRING];
+		int len = 0;
+		if (rma_error_string(code_, buf, &len) != RMA_SUCCESS)
+			return "unknown error code " + std::to_string(code_);
+		return std::string(buf, static_cast<std::size_t>(len));
+	}
+
+private:
+	int code_ = RMA_SUCCESS;
+};
+
+/** @brief A value or the Status that prevented it. */
+template<typename T>
+class [[nodiscard]] Result
+{
+public:
+	Result(T value) : value_(std::move(value)) {}
+	Result(Status status) : status_(status) {}
+
+	bool ok() const { return status_.ok(); }
+	explicit operator bool() const { return ok(); }
+	const Status &status() const { return status_; }
+	/** The value; only valid when ok(). */
+	T &value() & { return *value_; }
+	T &&value() && { return std::move(*value_); }
+	T *operator->() { return &*value_; }
+	T &operator*() { return *value_; }
+
+private:
+	Status status_;
+	std::optional<T> value_;
+};
+
+/** @brief The predefined datatype of a C++ type (rma::datatypeOf<double>() == RMA_DOUBLE). */
+template<typename T>
+rma_datatype datatypeOf()
+{
+	using U = std::remove_cv_t<T>;
+	if constexpr (std::is_same_v<U, char>) return RMA_CHAR;
+	else if constexpr (std::is_same_v<U, signed char>) return RMA_SIGNED_CHAR;
+	else if constexpr (std::is_same_v<U, unsigned char>) return RMA_UNSIGNED_CHAR;
+	else if constexpr (std::is_same_v<U, std::byte>) return RMA_BYTE;
+	else if constexpr (std::is_same_v<U, short>) return RMA_SHORT;
+	else if constexpr (std::is_same_v<U, unsigned short>) return RMA_UNSIGNED_SHORT;
+	else if constexpr (std::is_same_v<U, int>) return RMA_INT;
+	else if constexpr (std::is_same_v<U, unsigned>) return RMA_UNSIGNED;
+	else if constexpr (std::is_same_v<U, long>) return RMA_LONG;
+	else if constexpr (std::is_same_v<U, unsigned long>) return RMA_UNSIGNED_LONG;
+	else if constexpr (std::is_same_v<U, long long>) return RMA_LONG_LONG;
+	else if constexpr (std::is_same_v<U, unsigned long long>) return RMA_UNSIGNED_LONG_LONG;
+	else if constexpr (std::is_same_v<U, float>) return RMA_FLOAT;
+	else if constexpr (std::is_same_v<U, double>) return RMA_DOUBLE;
+	else if constexpr (std::is_same_v<U, long double>) return RMA_LONG_DOUBLE;
+	else if constexpr (std::is_same_v<U, wchar_t>) return RMA_WCHAR;
+	else if constexpr (std::is_same_v<U, bool>) return RMA_C_BOOL;
+	else if constexpr (std::is_same_v<U, std::complex<float>>) return RMA_C_FLOAT_COMPLEX;
+	else if constexpr (std::is_same_v<U, std::complex<double>>) return RMA_C_DOUBLE_COMPLEX;
+	else if constexpr (std::is_same_v<U, std::complex<long double>>) return RMA_C_LONG_DOUBLE_COMPLEX;
+	else static_assert(sizeof(T) == 0, "no predefined librma datatype for this type");
+}
+
+/** @brief Initializes librma on construction and finalizes it on destruction. */
+class Environment
+{
+public:
+	Environment(int *argc = nullptr, char ***argv = nullptr) : status_(rma_init(argc, argv)) {}
+	~Environment()
+	{
+		if (status_.ok())
+			(void)rma_finalize();
+	}
+	Environment(const Environment &) = delete;
+	Environment &operator=(const Environment &) = delete;
+	/** Whether rma_init() succeeded. */
+	const Status &status() const { return status_; }
+
+private:
+	Status status_;
+};
+
+/** @brief A non-owning view of a communicator. */
+class Comm
+{
+public:
+	constexpr explicit Comm(rma_comm handle = RMA_COMM_WORLD) : handle_(handle) {}
+	static Comm world() { return Comm(RMA_COMM_WORLD); }
+	static Comm self() { return Comm(RMA_COMM_SELF); }
+
+	int rank() const
+	{
+		int r = -1;
+		(void)rma_comm_rank(handle_, &r);
+		return r;
+	}
+	int size() const
+	{
+		int s = 0;
+		(void)rma_comm_size(handle_, &s);
+		return s;
+	}
+	Status barrier() const { return Status(rma_barrier(handle_)); }
+	rma_comm handle() const { return handle_; }
+
+private:
+	rma_comm handle_;
+};
+
+/** @brief An owned info object. */
+class Info
+{
+public:
+	Info() { (void)rma_info_create(&handle_); }
+	~Info()
+	{
+		if (handle_ != RMA_INFO_NULL)
+			(void)rma_info_free(&handle_);
+	}
+	Info(Info &&o) noexcept : handle_(std::exchange(o.handle_, RMA_INFO_NULL)) {}
+	Info &operator=(Info &&o) noexcept
+	{
+		std::swap(handle_, o.handle_);
+		return *this;
+	}
+	Info(const Info &) = delete;
+	Info &operator=(const Info &) = delete;
+
+	/** Adopt an info handle (e.g. from rma_win_get_info). */
+	static Info adopt(rma_info handle)
+	{
+		Info i(handle);
+		return i;
+	}
+
+	Status set(const std::string &key, const std::string &value)
+	{
+		return Status(rma_info_set(handle_, key.c_str(), value.c_str()));
+	}
+	/** The value of @p key, if set. */
+	std::optional<std::string> get(const std::string &key) const
+	{
+		int len = 0, flag = 0;
+		if (rma_info_get_valuelen(handle_, key.c_str(), &len, &flag) != RMA_SUCCESS || !flag)
+			return std::nullopt;
+		std::string v(static_cast<std::size_t>(len) + 1, '\0');
+		(void)rma_info_get(handle_, key.c_str(), len, v.data(), &flag);
+		v.resize(static_cast<std::size_t>(len));
+		return v;
+	}
+	rma_info handle() const { return handle_; }
+
+private:
+	explicit Info(rma_info handle) : handle_(handle) {}
+	rma_info handle_ = RMA_INFO_NULL;
+};
+
+/**
+ * @brief An RMA window that frees itself (collectively) when destroyed.
+ *
+ * Because rma_win_free() is collective, every member must destroy (or
+ * free()) its Window at the same point of the program.
+ */
+class Window
+{
+public:
+	Window() = default;
+	~Window() { (void)free(); }
+	Window(Window &&o) noexcept : handle_(std::exchange(o.handle_, RMA_WIN_NULL)) {}
+	Window &operator=(Window &&o) noexcept
+	{
+		std::swap(handle_, o.handle_);
+		return *this;
+	}
+	Window(const Window &) = delete;
+	Window &operator=(const Window &) = delete;
+
+	/** rma_win_allocate(): @p bytes of new memory per rank. */
+	static Result<Window> allocate(std::size_t bytes, int dispUnit = 1, Comm comm = Comm::world(),
+				       const Info *info = nullptr)
+	{
+		return make(comm, [&](rma_win *w) {
+			void *base = nullptr;
+			return rma_win_allocate(static_cast<rma_aint>(bytes), dispUnit, infoOf(info), comm.handle(),
+						&base, w);
+		});
+	}
+	/** rma_win_allocate_shared(). */
+	static Result<Window> allocateShared(std::size_t bytes, int dispUnit = 1, Comm comm = Comm::world(),
+					     const Info *info = nullptr)
+	{
+		return make(comm, [&](rma_win *w) {
+			void *base = nullptr;
+			return rma_win_allocate_shared(static_cast<rma_aint>(bytes), dispUnit, infoOf(info),
+						       comm.handle(), &base, w);
+		});
+	}
+	/** rma_win_create() over existing memory. */
+	template<typename T>
+	static Result<Window> create(std::span<T> memory, Comm comm = Comm::world(), const Info *info = nullptr)
+	{
+		return make(comm, [&](rma_win *w) {
+			return rma_win_create(memory.data(), static_cast<rma_aint>(memory.size_bytes()),
+					      static_cast<int>(sizeof(T)), infoOf(info), comm.handle(), w);
+		});
+	}
+	/** rma_win_create_dynamic(). */
+	static Result<Window> createDynamic(Comm comm = Comm::world(), const Info *info = nullptr)
+	{
+		return make(comm, [&](rma_win *w) { return rma_win_create_dynamic(infoOf(info), comm.handle(), w); });
+	}
+
+	/** This rank's window memory, as elements of T. */
+	template<typename T>
+	std::span<T> local() const
+	{
+		void *base = nullptr;
+		rma_aint *size = nullptr;
+		int flag = 0;
+		(void)rma_win_get_attr(handle_, RMA_WIN_BASE, &base, &flag);
+		(void)rma_win_get_attr(handle_, RMA_WIN_SIZE, &size, &flag);
+		if (!base || !size)
+			return {};
+		return { static_cast<T *>(base), static_cast<std::size_t>(*size) / sizeof(T) };
+	}
+
+	/** rma_put() of @p origin to @p target at displacement @p disp (in the target's disp units). */
+	template<typename T>
+	Status put(std::span<const T> origin, int target, rma_aint disp)
+	{
+		return Status(rma_put(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
+				      static_cast<int>(origin.size()), datatypeOf<T>(), handle_));
+	}
+	template<typename T>
+	Status put(const T &value, int target, rma_aint disp)
+	{
+		return put(std::span<const T>(&value, 1), target, disp);
+	}
+	/** rma_get() into @p origin from @p target at displacement @p disp. */
+	template<typename T>
+	Status get(std::span<T> origin, int target, rma_aint disp)
+	{
+		return Status(rma_get(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
+				      static_cast<int>(origin.size()), datatypeOf<T>(), handle_));
+	}
+
+	/** rma_win_fence(). */
+	Status fence(int assert = 0) { return Status(rma_win_fence(assert, handle_)); }
+	/** rma_win_sync(). */
+	Status sync() { return Status(rma_win_sync(handle_)); }
+	/** rma_win_attach() (dynamic windows). */
+	template<typename T>
+	Status attach(std::span<T> memory)
+	{
+		return Status(rma_win_attach(handle_, memory.data(), static_cast<rma_aint>(memory.size_bytes())));
+	}
+	/** rma_win_detach() (dynamic windows). */
+	Status detach(const void *base) { return Status(rma_win_detach(handle_, base)); }
+	/** Collective free; the destructor calls it if still needed. */
+	Status free()
+	{
+		if (handle_ == RMA_WIN_NULL)
+			return Status();
+		return Status(rma_win_free(&handle_));
+	}
+	/** The hints in force (rma_win_get_info). */
+	Info info() const
+	{
+		rma_info i = RMA_INFO_NULL;
+		(void)rma_win_get_info(handle_, &i);
+		return Info::adopt(i);
+	}
+	rma_win handle() const { return handle_; }
+
+private:
+	explicit Window(rma_win handle) : handle_(handle) {}
+	static rma_info infoOf(const Info *info) { return info ? info->handle() : RMA_INFO_NULL; }
+
+	template<typename Fn>
+	static Result<Window> make(Comm comm, Fn &&fn)
+	{
+		/* Report creation errors as values: borrow RMA_ERRORS_RETURN on the communicator. */
+		rma_errhandler previous = RMA_ERRHANDLER_NULL;
+		(void)rma_comm_get_errhandler(comm.handle(), &previous);
+		(void)rma_comm_set_errhandler(comm.handle(), RMA_ERRORS_RETURN);
+		rma_win w = RMA_WIN_NULL;
+		int rc = fn(&w);
+		if (previous != RMA_ERRHANDLER_NULL) {
+			(void)rma_comm_set_errhandler(comm.handle(), previous);
+			if (previous != RMA_ERRORS_ARE_FATAL && previous != RMA_ERRORS_RETURN &&
+			    previous != RMA_ERRORS_ABORT)
+				(void)rma_errhandler_free(&previous);
+		}
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		(void)rma_win_set_errhandler(w, RMA_ERRORS_RETURN);
+		return Window(w);
+	}
+
+	rma_win handle_ = RMA_WIN_NULL;
+};
+
+} /* namespace rma */
+
+#endif /* RMA_RMA_HPP */

@@ -1,0 +1,998 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The C API: each function looks its handles up, calls the engine, and hands
+ * a failure to the error handler of the object involved (window, else
+ * communicator, else RMA_COMM_SELF), as MPI does.
+ */
+#include <rma/rma.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/core.h"
+#include "datatype/datatype.h"
+#include "error/error.h"
+#include "shm/segment.h"
+#include "win/window.h"
+
+using namespace librma;
+
+#define RMA_EXPORT extern "C" RMA_API
+
+namespace {
+
+uintptr_t raw(const void *h) { return reinterpret_cast<uintptr_t>(h); }
+
+/* An error with no object of its own goes to RMA_COMM_SELF's handler. */
+[[gnu::cold]] int selfError(int code)
+{
+	Runtime &rt = runtime();
+	Comm *self = rt.initialized ? toComm(RMA_COMM_SELF) : nullptr;
+	if (!self || !self->errhandler)
+		return code; /* before rma_init: nothing to call */
+	return invokeCommErrhandler(*self->errhandler, RMA_COMM_SELF, code);
+}
+
+[[gnu::cold]] int commError(rma_comm handle, Comm *comm, int code)
+{
+	if (!comm || !comm->errhandler)
+		return selfError(code);
+	return invokeCommErrhandler(*comm->errhandler, handle, code);
+}
+
+[[gnu::cold]] int winError(rma_win handle, Window *win, int code)
+{
+	if (!win || !win->errhandler)
+		return selfError(code);
+	return invokeWinErrhandler(*win->errhandler, handle, code);
+}
+
+[[gnu::cold]] int notInitialized(const char *call)
+{
+	return makeError(RMA_ERR_OTHER, "%s: librma is not initialized (call rma_init first)", call);
+}
+
+[[gnu::cold]] int invalidComm(const char *call, rma_comm comm)
+{
+	if (!runtime().initialized || runtime().finalized)
+		return notInitialized(call);
+	return selfError(makeError(RMA_ERR_COMM, "%s: %s is not a valid communicator", call,
+				   comm == RMA_COMM_NULL ? "RMA_COMM_NULL" : "the handle"));
+}
+
+[[gnu::cold]] int invalidWin(const char *call, rma_win win)
+{
+	if (!runtime().initialized)
+		return notInitialized(call);
+	return selfError(makeError(RMA_ERR_WIN, "%s: %s is not a valid window%s", call,
+				   win == RMA_WIN_NULL ? "RMA_WIN_NULL" : "the handle",
+				   win == RMA_WIN_NULL ? "" : " (freed, or never created)"));
+}
+
+[[gnu::cold]] int invalidGroup(const char *call)
+{
+	return selfError(makeError(RMA_ERR_GROUP, "%s: not a valid group", call));
+}
+
+[[gnu::cold]] int invalidInfo(const char *call)
+{
+	return selfError(makeError(RMA_ERR_INFO, "%s: not a valid info object", call));
+}
+
+[[gnu::cold]] int nullArg(const char *call, const char *arg)
+{
+	return selfError(makeError(RMA_ERR_ARG, "%s: %s is NULL", call, arg));
+}
+
+/* Resolve an info argument: RMA_INFO_NULL is fine, anything else must be live. */
+bool resolveInfo(rma_info h, const Info *&out)
+{
+	out = nullptr;
+	if (h == RMA_INFO_NULL)
+		return true;
+	out = toInfo(h);
+	return out != nullptr;
+}
+
+template<typename Handle>
+Handle toHandle(uintptr_t v)
+{
+	return reinterpret_cast<Handle>(v);
+}
+
+} /* namespace */
+
+/* ---- Environment ---------------------------------------------------------- */
+
+RMA_EXPORT int rma_init(int *, char ***)
+{
+	Runtime &rt = runtime();
+	if (rt.initialized)
+		return makeError(RMA_ERR_OTHER, "rma_init: librma is already %s", rt.finalized ? "finalized" : "initialized");
+	int rc = initRuntime();
+	if (rc != RMA_SUCCESS)
+		std::fprintf(stderr, "librma: rma_init failed: %s\n", errorMessage(rc).c_str());
+	return rc;
+}
+
+RMA_EXPORT int rma_init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	if (required < RMA_THREAD_SINGLE || required > RMA_THREAD_MULTIPLE)
+		return makeError(RMA_ERR_ARG, "rma_init_thread: %d is not a thread level", required);
+	if (!provided)
+		return makeError(RMA_ERR_ARG, "rma_init_thread: provided is NULL");
+	RMA_TRY(rma_init(argc, argv));
+	*provided = std::min(required, RMA_THREAD_SERIALIZED);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_finalize(void)
+{
+	Runtime &rt = runtime();
+	if (!rt.initialized || rt.finalized)
+		return notInitialized("rma_finalize");
+	/* Windows the application left open: unmap them, without synchronizing. */
+	for (uintptr_t h : windowTable().liveHandles())
+		if (auto w = windowTable().remove(h))
+			w->abandon();
+	int rc = finalizeRuntime();
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_initialized(int *flag)
+{
+	if (!flag)
+		return RMA_ERR_ARG;
+	*flag = runtime().initialized;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_finalized(int *flag)
+{
+	if (!flag)
+		return RMA_ERR_ARG;
+	*flag = runtime().finalized;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_abort(rma_comm, int errorcode)
+{
+	std::fflush(nullptr);
+	Runtime &rt = runtime();
+	if (rt.bootstrap)
+		rt.bootstrap->abort(errorcode);
+	_exit(errorcode);
+}
+
+RMA_EXPORT double rma_wtime(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+RMA_EXPORT double rma_wtick(void)
+{
+	struct timespec ts;
+	clock_getres(CLOCK_MONOTONIC, &ts);
+	return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+RMA_EXPORT int rma_get_address(const void *location, rma_aint *address)
+{
+	if (!address)
+		return nullArg("rma_get_address", "address");
+	*address = reinterpret_cast<rma_aint>(location);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT rma_aint rma_aint_add(rma_aint base, rma_aint disp)
+{
+	return static_cast<rma_aint>(static_cast<uintptr_t>(base) + static_cast<uintptr_t>(disp));
+}
+
+RMA_EXPORT rma_aint rma_aint_diff(rma_aint addr1, rma_aint addr2)
+{
+	return static_cast<rma_aint>(static_cast<uintptr_t>(addr1) - static_cast<uintptr_t>(addr2));
+}
+
+/* ---- Errors --------------------------------------------------------------- */
+
+RMA_EXPORT int rma_error_class(int errorcode, int *errorclass)
+{
+	if (!errorclass)
+		return RMA_ERR_ARG;
+	int cls = errorClass(errorcode);
+	if (cls < 0)
+		return RMA_ERR_ARG;
+	*errorclass = cls;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_error_string(int errorcode, char *string, int *resultlen)
+{
+	if (!string || !resultlen || errorClass(errorcode) < 0)
+		return RMA_ERR_ARG;
+	std::string msg = errorMessage(errorcode);
+	size_t n = std::min(msg.size(), static_cast<size_t>(RMA_MAX_ERROR_STRING - 1));
+	std::memcpy(string, msg.data(), n);
+	string[n] = '\0';
+	*resultlen = static_cast<int>(n);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_create_errhandler(rma_comm_errhandler_function *fn, rma_errhandler *errhandler)
+{
+	if (!fn || !errhandler)
+		return nullArg("rma_comm_create_errhandler", !fn ? "function" : "errhandler");
+	auto h = std::make_shared<Errhandler>();
+	h->kind = Errhandler::Kind::UserComm;
+	h->commFn = fn;
+	*errhandler = toHandle<rma_errhandler>(runtime().errhandlers.insert(std::move(h)));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_create_errhandler(rma_win_errhandler_function *fn, rma_errhandler *errhandler)
+{
+	if (!fn || !errhandler)
+		return nullArg("rma_win_create_errhandler", !fn ? "function" : "errhandler");
+	auto h = std::make_shared<Errhandler>();
+	h->kind = Errhandler::Kind::UserWin;
+	h->winFn = fn;
+	*errhandler = toHandle<rma_errhandler>(runtime().errhandlers.insert(std::move(h)));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_errhandler_free(rma_errhandler *errhandler)
+{
+	if (!errhandler)
+		return nullArg("rma_errhandler_free", "errhandler");
+	if (HandleTable<Errhandler, HandleKind::Errhandler>::isPredefined(raw(*errhandler)) ||
+	    !runtime().errhandlers.remove(raw(*errhandler)))
+		return selfError(makeError(RMA_ERR_ARG, "rma_errhandler_free: not a user error handler"));
+	*errhandler = RMA_ERRHANDLER_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_set_errhandler(rma_comm comm, rma_errhandler errhandler)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_set_errhandler", comm);
+	auto h = runtime().errhandlers.share(raw(errhandler));
+	if (!h || h->kind == Errhandler::Kind::UserWin)
+		return commError(comm, c,
+				 makeError(RMA_ERR_ARG, "rma_comm_set_errhandler: not a communicator error handler"));
+	c->errhandler = std::move(h);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_get_errhandler(rma_comm comm, rma_errhandler *errhandler)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_get_errhandler", comm);
+	if (!errhandler)
+		return nullArg("rma_comm_get_errhandler", "errhandler");
+	/* Predefined handlers are recognised by identity; user ones get a fresh handle. */
+	for (uint32_t i = 1; i <= 3; ++i) {
+		uintptr_t h = encodeHandle(HandleKind::Errhandler, 0, i);
+		if (runtime().errhandlers.lookup(h) == c->errhandler.get()) {
+			*errhandler = toHandle<rma_errhandler>(h);
+			return RMA_SUCCESS;
+		}
+	}
+	*errhandler = toHandle<rma_errhandler>(runtime().errhandlers.insert(c->errhandler));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_set_errhandler(rma_win win, rma_errhandler errhandler)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_set_errhandler", win);
+	auto h = runtime().errhandlers.share(raw(errhandler));
+	if (!h || h->kind == Errhandler::Kind::UserComm)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_set_errhandler: not a window error handler"));
+	w->errhandler = std::move(h);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_get_errhandler(rma_win win, rma_errhandler *errhandler)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_get_errhandler", win);
+	if (!errhandler)
+		return nullArg("rma_win_get_errhandler", "errhandler");
+	for (uint32_t i = 1; i <= 3; ++i) {
+		uintptr_t h = encodeHandle(HandleKind::Errhandler, 0, i);
+		if (runtime().errhandlers.lookup(h) == w->errhandler.get()) {
+			*errhandler = toHandle<rma_errhandler>(h);
+			return RMA_SUCCESS;
+		}
+	}
+	*errhandler = toHandle<rma_errhandler>(runtime().errhandlers.insert(w->errhandler));
+	return RMA_SUCCESS;
+}
+
+/* ---- Communicators -------------------------------------------------------- */
+
+RMA_EXPORT int rma_comm_rank(rma_comm comm, int *rank)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_rank", comm);
+	if (!rank)
+		return nullArg("rma_comm_rank", "rank");
+	*rank = c->rank();
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_size(rma_comm comm, int *size)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_size", comm);
+	if (!size)
+		return nullArg("rma_comm_size", "size");
+	*size = c->size();
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_split", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_split", "newcomm");
+	/* A bad color still takes part, as RMA_UNDEFINED, so that no peer hangs. */
+	bool badColor = color < 0 && color != RMA_UNDEFINED;
+	std::shared_ptr<Comm> out;
+	int rc = c->split(badColor ? RMA_UNDEFINED : color, key, out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (badColor)
+		return commError(comm, c,
+				 makeError(RMA_ERR_ARG, "rma_comm_split: color %d is negative (only RMA_UNDEFINED may be)",
+					   color));
+	*newcomm = out ? toHandle<rma_comm>(runtime().comms.insert(std::move(out))) : RMA_COMM_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_dup(rma_comm comm, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_dup", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_dup", "newcomm");
+	std::shared_ptr<Comm> out;
+	int rc = c->split(0, c->rank(), out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	*newcomm = toHandle<rma_comm>(runtime().comms.insert(std::move(out)));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_free(rma_comm *comm)
+{
+	if (!comm)
+		return nullArg("rma_comm_free", "comm");
+	if (HandleTable<Comm, HandleKind::Comm>::isPredefined(raw(*comm)))
+		return selfError(makeError(RMA_ERR_COMM, "rma_comm_free: predefined communicators cannot be freed"));
+	if (!runtime().comms.remove(raw(*comm)))
+		return invalidComm("rma_comm_free", *comm);
+	*comm = RMA_COMM_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_group(rma_comm comm, rma_group *group)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_group", comm);
+	if (!group)
+		return nullArg("rma_comm_group", "group");
+	*group = toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(*c->group())));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_barrier(rma_comm comm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_barrier", comm);
+	int rc = c->barrier();
+	return rc == RMA_SUCCESS ? rc : commError(comm, c, rc);
+}
+
+/* ---- Groups --------------------------------------------------------------- */
+
+RMA_EXPORT int rma_group_size(rma_group group, int *size)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_size");
+	if (!size)
+		return nullArg("rma_group_size", "size");
+	*size = g->size();
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_rank(rma_group group, int *rank)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_rank");
+	if (!rank)
+		return nullArg("rma_group_rank", "rank");
+	Runtime &rt = runtime();
+	*rank = rt.bootstrap ? g->rankOf(rt.bootstrap->rank()) : RMA_UNDEFINED;
+	return RMA_SUCCESS;
+}
+
+namespace {
+
+/* Validate ranks[0..n-1] of @g: in range and distinct. Returns the chosen mask. */
+int checkRanks(const char *call, const Group &g, int n, const int ranks[], std::vector<char> &chosen)
+{
+	if (n < 0 || n > g.size())
+		return makeError(RMA_ERR_ARG, "%s: n = %d is not in 0..%d (the group size)", call, n, g.size());
+	if (n > 0 && !ranks)
+		return makeError(RMA_ERR_ARG, "%s: ranks is NULL", call);
+	chosen.assign(g.size(), 0);
+	for (int i = 0; i < n; ++i) {
+		if (ranks[i] < 0 || ranks[i] >= g.size())
+			return makeError(RMA_ERR_RANK, "%s: ranks[%d] = %d is not in 0..%d", call, i, ranks[i], g.size() - 1);
+		if (chosen[ranks[i]])
+			return makeError(RMA_ERR_RANK, "%s: rank %d appears twice", call, ranks[i]);
+		chosen[ranks[i]] = 1;
+	}
+	return RMA_SUCCESS;
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_group_incl(rma_group group, int n, const int ranks[], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_incl");
+	if (!newgroup)
+		return nullArg("rma_group_incl", "newgroup");
+	std::vector<char> chosen;
+	int rc = checkRanks("rma_group_incl", *g, n, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	for (int i = 0; i < n; ++i)
+		world.push_back(g->worldRank(ranks[i]));
+	*newgroup = n == 0 ? RMA_GROUP_EMPTY
+			   : toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(std::move(world))));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_excl(rma_group group, int n, const int ranks[], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_excl");
+	if (!newgroup)
+		return nullArg("rma_group_excl", "newgroup");
+	std::vector<char> chosen;
+	int rc = checkRanks("rma_group_excl", *g, n, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	for (int r = 0; r < g->size(); ++r)
+		if (!chosen[r])
+			world.push_back(g->worldRank(r));
+	*newgroup = world.empty() ? RMA_GROUP_EMPTY
+				  : toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(std::move(world))));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_translate_ranks(rma_group group1, int n, const int ranks1[], rma_group group2, int ranks2[])
+{
+	Group *g1 = toGroup(group1);
+	Group *g2 = toGroup(group2);
+	if (!g1 || !g2)
+		return invalidGroup("rma_group_translate_ranks");
+	if (n < 0 || (n > 0 && (!ranks1 || !ranks2)))
+		return selfError(makeError(RMA_ERR_ARG, "rma_group_translate_ranks: bad n (%d) or NULL arrays", n));
+	for (int i = 0; i < n; ++i) {
+		if (ranks1[i] == RMA_PROC_NULL) {
+			ranks2[i] = RMA_PROC_NULL;
+			continue;
+		}
+		if (ranks1[i] < 0 || ranks1[i] >= g1->size())
+			return selfError(makeError(RMA_ERR_RANK, "rma_group_translate_ranks: ranks1[%d] = %d is not in 0..%d",
+						   i, ranks1[i], g1->size() - 1));
+		ranks2[i] = g2->rankOf(g1->worldRank(ranks1[i]));
+	}
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_free(rma_group *group)
+{
+	if (!group)
+		return nullArg("rma_group_free", "group");
+	if (*group == RMA_GROUP_EMPTY) {
+		*group = RMA_GROUP_NULL; /* MPI allows freeing the empty group handle; nothing to release */
+		return RMA_SUCCESS;
+	}
+	if (!runtime().groups.remove(raw(*group)))
+		return invalidGroup("rma_group_free");
+	*group = RMA_GROUP_NULL;
+	return RMA_SUCCESS;
+}
+
+/* ---- Info ----------------------------------------------------------------- */
+
+namespace {
+
+int checkKey(const char *call, const char *key)
+{
+	if (!key)
+		return makeError(RMA_ERR_INFO_KEY, "%s: key is NULL", call);
+	size_t n = std::strlen(key);
+	if (n == 0 || n > RMA_MAX_INFO_KEY)
+		return makeError(RMA_ERR_INFO_KEY, "%s: key length %zu is not in 1..%d", call, n, RMA_MAX_INFO_KEY);
+	return RMA_SUCCESS;
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_info_create(rma_info *info)
+{
+	if (!info)
+		return nullArg("rma_info_create", "info");
+	*info = toHandle<rma_info>(runtime().infos.insert(std::make_shared<Info>()));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_set(rma_info info, const char *key, const char *value)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_set");
+	int rc = checkKey("rma_info_set", key);
+	if (rc == RMA_SUCCESS && (!value || std::strlen(value) > RMA_MAX_INFO_VAL))
+		rc = makeError(RMA_ERR_INFO_VALUE, "rma_info_set: value for key \"%s\" is NULL or longer than %d", key,
+			       RMA_MAX_INFO_VAL);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	i->set(key, value);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_get(rma_info info, const char *key, int valuelen, char *value, int *flag)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_get");
+	int rc = checkKey("rma_info_get", key);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	if (!flag || valuelen < 0 || (!value && valuelen > 0))
+		return nullArg("rma_info_get", "flag or value");
+	const std::string *v = i->get(key);
+	*flag = v != nullptr;
+	if (v) {
+		size_t n = std::min(v->size(), static_cast<size_t>(valuelen));
+		std::memcpy(value, v->data(), n);
+		value[n] = '\0';
+	}
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_get_string(rma_info info, const char *key, int *buflen, char *value, int *flag)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_get_string");
+	int rc = checkKey("rma_info_get_string", key);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	if (!flag || !buflen || *buflen < 0)
+		return nullArg("rma_info_get_string", "flag or buflen");
+	const std::string *v = i->get(key);
+	*flag = v != nullptr;
+	if (v) {
+		if (*buflen > 0 && value) {
+			size_t n = std::min(v->size(), static_cast<size_t>(*buflen - 1));
+			std::memcpy(value, v->data(), n);
+			value[n] = '\0';
+		}
+		*buflen = static_cast<int>(v->size()) + 1;
+	}
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_get_valuelen(rma_info info, const char *key, int *valuelen, int *flag)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_get_valuelen");
+	int rc = checkKey("rma_info_get_valuelen", key);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	if (!flag || !valuelen)
+		return nullArg("rma_info_get_valuelen", "flag or valuelen");
+	const std::string *v = i->get(key);
+	*flag = v != nullptr;
+	if (v)
+		*valuelen = static_cast<int>(v->size());
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_get_nkeys(rma_info info, int *nkeys)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_get_nkeys");
+	if (!nkeys)
+		return nullArg("rma_info_get_nkeys", "nkeys");
+	*nkeys = static_cast<int>(i->entries().size());
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_get_nthkey(rma_info info, int n, char *key)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_get_nthkey");
+	if (!key)
+		return nullArg("rma_info_get_nthkey", "key");
+	if (n < 0 || n >= static_cast<int>(i->entries().size()))
+		return selfError(makeError(RMA_ERR_ARG, "rma_info_get_nthkey: n = %d is not in 0..%zu", n,
+					   i->entries().size() - 1));
+	const std::string &k = i->entries()[n].first;
+	std::memcpy(key, k.c_str(), k.size() + 1);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_delete(rma_info info, const char *key)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_delete");
+	int rc = checkKey("rma_info_delete", key);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	if (!i->erase(key))
+		return selfError(makeError(RMA_ERR_INFO_NOKEY, "rma_info_delete: key \"%s\" is not set", key));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_dup(rma_info info, rma_info *newinfo)
+{
+	Info *i = toInfo(info);
+	if (!i)
+		return invalidInfo("rma_info_dup");
+	if (!newinfo)
+		return nullArg("rma_info_dup", "newinfo");
+	*newinfo = toHandle<rma_info>(runtime().infos.insert(std::make_shared<Info>(*i)));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_info_free(rma_info *info)
+{
+	if (!info)
+		return nullArg("rma_info_free", "info");
+	if (HandleTable<Info, HandleKind::Info>::isPredefined(raw(*info)) || !runtime().infos.remove(raw(*info)))
+		return invalidInfo("rma_info_free");
+	*info = RMA_INFO_NULL;
+	return RMA_SUCCESS;
+}
+
+/* ---- Datatypes ------------------------------------------------------------ */
+
+RMA_EXPORT int rma_type_size(rma_datatype datatype, int *size)
+{
+	const Datatype *t = toDatatype(datatype);
+	if (!t)
+		return selfError(makeError(RMA_ERR_TYPE, "rma_type_size: not a valid datatype"));
+	if (!size)
+		return nullArg("rma_type_size", "size");
+	*size = t->size > INT32_MAX ? RMA_UNDEFINED : static_cast<int>(t->size);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_type_size_x(rma_datatype datatype, rma_count *size)
+{
+	const Datatype *t = toDatatype(datatype);
+	if (!t)
+		return selfError(makeError(RMA_ERR_TYPE, "rma_type_size_x: not a valid datatype"));
+	if (!size)
+		return nullArg("rma_type_size_x", "size");
+	*size = t->size;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_type_get_extent(rma_datatype datatype, rma_aint *lb, rma_aint *extent)
+{
+	const Datatype *t = toDatatype(datatype);
+	if (!t)
+		return selfError(makeError(RMA_ERR_TYPE, "rma_type_get_extent: not a valid datatype"));
+	if (!lb || !extent)
+		return nullArg("rma_type_get_extent", "lb or extent");
+	*lb = t->lb;
+	*extent = t->extent;
+	return RMA_SUCCESS;
+}
+
+/* ---- Memory --------------------------------------------------------------- */
+
+RMA_EXPORT int rma_alloc_mem(rma_aint size, rma_info info, void *baseptr)
+{
+	static constexpr const char *kCall = "rma_alloc_mem";
+	if (!runtime().initialized)
+		return notInitialized(kCall);
+	const Info *inf;
+	if (!resolveInfo(info, inf))
+		return invalidInfo(kCall);
+	if (!baseptr)
+		return nullArg(kCall, "baseptr");
+	if (size < 0)
+		return selfError(makeError(RMA_ERR_SIZE, "%s: size %lld is negative", kCall, static_cast<long long>(size)));
+	WindowHints hints;
+	int rc = hints.parse(kCall, inf);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	const Topology &topology = Topology::system();
+	auto policy = resolvePlacement(hints.placement, topology, currentNode(topology));
+	if (!policy)
+		return selfError(policy.code());
+	SegmentOptions options;
+	options.size = static_cast<size_t>(size > 0 ? size : 1); /* a unique, freeable address even for 0 */
+	options.hugePages = hints.hugePages;
+	options.policy = policy.value();
+	options.name = "rma-alloc-mem";
+	auto seg = Segment::create(options);
+	if (!seg)
+		return selfError(seg.code());
+	*static_cast<void **>(baseptr) = SegmentRegistry::instance().add(std::move(seg.value()));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_free_mem(void *base)
+{
+	if (!SegmentRegistry::instance().remove(base))
+		return selfError(makeError(RMA_ERR_BASE, "rma_free_mem: %p was not returned by rma_alloc_mem", base));
+	return RMA_SUCCESS;
+}
+
+/* ---- Windows -------------------------------------------------------------- */
+
+namespace {
+
+int createWindow(const char *call, Flavor flavor, void *base, rma_aint size, int dispUnit, rma_info info,
+		 rma_comm comm, void *baseptr, rma_win *win)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm(call, comm);
+	const Info *inf;
+	if (!resolveInfo(info, inf))
+		return commError(comm, c, makeError(RMA_ERR_INFO, "%s: not a valid info object", call));
+	if (!win || ((flavor == Flavor::Allocate || flavor == Flavor::Shared) && !baseptr))
+		return commError(comm, c, makeError(RMA_ERR_ARG, "%s: %s is NULL", call, !win ? "win" : "baseptr"));
+	std::unique_ptr<Window> w;
+	int rc = Window::create(flavor, base, size, dispUnit, inf, runtime().comms.share(raw(comm)), w);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (baseptr)
+		*static_cast<void **>(baseptr) = w->localBase();
+	uintptr_t h = windowTable().insert(std::shared_ptr<Window>(std::move(w)));
+	if (h == 0)
+		return commError(comm, c, makeError(RMA_ERR_NO_MEM, "%s: too many windows", call));
+	*win = toHandle<rma_win>(h);
+	return RMA_SUCCESS;
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_win_create(void *base, rma_aint size, int disp_unit, rma_info info, rma_comm comm, rma_win *win)
+{
+	return createWindow("rma_win_create", Flavor::Create, base, size, disp_unit, info, comm, nullptr, win);
+}
+
+RMA_EXPORT int rma_win_allocate(rma_aint size, int disp_unit, rma_info info, rma_comm comm, void *baseptr,
+				rma_win *win)
+{
+	return createWindow("rma_win_allocate", Flavor::Allocate, nullptr, size, disp_unit, info, comm, baseptr, win);
+}
+
+RMA_EXPORT int rma_win_allocate_shared(rma_aint size, int disp_unit, rma_info info, rma_comm comm, void *baseptr,
+				       rma_win *win)
+{
+	return createWindow("rma_win_allocate_shared", Flavor::Shared, nullptr, size, disp_unit, info, comm, baseptr,
+			    win);
+}
+
+RMA_EXPORT int rma_win_create_dynamic(rma_info info, rma_comm comm, rma_win *win)
+{
+	return createWindow("rma_win_create_dynamic", Flavor::Dynamic, nullptr, 0, 1, info, comm, nullptr, win);
+}
+
+RMA_EXPORT int rma_win_shared_query(rma_win win, int rank, rma_aint *size, int *disp_unit, void *baseptr)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_shared_query", win);
+	if (!size || !disp_unit || !baseptr)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_shared_query: an output argument is NULL"));
+	int rc = w->sharedQuery(rank, size, disp_unit, baseptr);
+	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
+}
+
+RMA_EXPORT int rma_win_attach(rma_win win, void *base, rma_aint size)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_attach", win);
+	int rc = w->attach(base, size);
+	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
+}
+
+RMA_EXPORT int rma_win_detach(rma_win win, const void *base)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_detach", win);
+	int rc = w->detach(base);
+	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
+}
+
+RMA_EXPORT int rma_win_free(rma_win *win)
+{
+	if (!win)
+		return nullArg("rma_win_free", "win");
+	Window *w = toWindow(*win);
+	if (!w)
+		return invalidWin("rma_win_free", *win);
+	int rc = w->free();
+	if (rc != RMA_SUCCESS)
+		return winError(*win, w, rc);
+	(void)windowTable().remove(raw(*win));
+	*win = RMA_WIN_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_get_attr", win);
+	if (!attribute_val || !flag)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_attr: attribute_val or flag is NULL"));
+	void **out = static_cast<void **>(attribute_val);
+	*flag = 1;
+	switch (win_keyval) {
+	case RMA_WIN_BASE: *out = w->localBase(); break;
+	case RMA_WIN_SIZE: *out = const_cast<rma_aint *>(w->localSize()); break;
+	case RMA_WIN_DISP_UNIT: *out = const_cast<int *>(w->localDispUnit()); break;
+	case RMA_WIN_CREATE_FLAVOR: *out = const_cast<int *>(w->flavorAttr()); break;
+	case RMA_WIN_MODEL: *out = const_cast<int *>(w->modelAttr()); break;
+	default: *flag = 0; break;
+	}
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_get_group(rma_win win, rma_group *group)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_get_group", win);
+	if (!group)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_group: group is NULL"));
+	*group = toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(*w->group())));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_set_info(rma_win win, rma_info info)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_set_info", win);
+	const Info *inf;
+	if (!resolveInfo(info, inf))
+		return winError(win, w, makeError(RMA_ERR_INFO, "rma_win_set_info: not a valid info object"));
+	int rc = w->setInfo(inf);
+	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
+}
+
+RMA_EXPORT int rma_win_get_info(rma_win win, rma_info *info_used)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_get_info", win);
+	if (!info_used)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_info: info_used is NULL"));
+	auto info = std::make_shared<Info>();
+	w->reportInfo(*info);
+	*info_used = toHandle<rma_info>(runtime().infos.insert(std::move(info)));
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_set_name(rma_win win, const char *win_name)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_set_name", win);
+	if (!win_name || std::strlen(win_name) >= RMA_MAX_OBJECT_NAME)
+		return winError(win, w,
+				makeError(RMA_ERR_ARG, "rma_win_set_name: name is NULL or longer than %d characters",
+					  RMA_MAX_OBJECT_NAME - 1));
+	w->name = win_name;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_get_name(rma_win win, char *win_name, int *resultlen)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_get_name", win);
+	if (!win_name || !resultlen)
+		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_name: win_name or resultlen is NULL"));
+	std::memcpy(win_name, w->name.c_str(), w->name.size() + 1);
+	*resultlen = static_cast<int>(w->name.size());
+	return RMA_SUCCESS;
+}
+
+/* ---- Communication -------------------------------------------------------- */
+
+RMA_EXPORT int rma_put(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		       rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin("rma_put", win);
+	int rc = w->put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			target_datatype);
+	if (rc != RMA_SUCCESS) [[unlikely]]
+		return winError(win, w, rc);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_get(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		       rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin("rma_get", win);
+	int rc = w->get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			target_datatype);
+	if (rc != RMA_SUCCESS) [[unlikely]]
+		return winError(win, w, rc);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_fence(int assert, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin("rma_win_fence", win);
+	int rc = w->fence(assert);
+	if (rc != RMA_SUCCESS) [[unlikely]]
+		return winError(win, w, rc);
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_sync(rma_win win)
+{
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin("rma_win_sync", win);
+	return w->sync();
+}

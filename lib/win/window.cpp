@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Window creation, attributes, info, dynamic attach and free.
+ * The data path and synchronization are in window_ops.cpp.
+ */
+#include "win/window.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <numeric>
+
+#include "error/error.h"
+
+namespace librma {
+
+HandleTable<Window, HandleKind::Win> &windowTable()
+{
+	static HandleTable<Window, HandleKind::Win> table;
+	return table;
+}
+
+Window *toWindow(rma_win handle)
+{
+	return windowTable().lookup(reinterpret_cast<uintptr_t>(handle));
+}
+
+/* ---- Hints ---------------------------------------------------------------- */
+
+namespace {
+
+int parseBool(const char *call, const char *key, const std::string &value, bool &out)
+{
+	if (value == "true") {
+		out = true;
+		return RMA_SUCCESS;
+	}
+	if (value == "false") {
+		out = false;
+		return RMA_SUCCESS;
+	}
+	return makeError(RMA_ERR_INFO_VALUE, "%s: info key %s must be \"true\" or \"false\", not \"%s\"", call, key,
+			 value.c_str());
+}
+
+bool validOrdering(const std::string &value)
+{
+	if (value == "none")
+		return true;
+	size_t start = 0;
+	while (start <= value.size()) {
+		size_t end = value.find(',', start);
+		if (end == std::string::npos)
+			end = value.size();
+		std::string item = value.substr(start, end - start);
+		if (item != "rar" && item != "raw" && item != "war" && item != "waw")
+			return false;
+		start = end + 1;
+	}
+	return true;
+}
+
+} /* namespace */
+
+int WindowHints::parse(const char *call, const Info *info)
+{
+	if (!info)
+		return RMA_SUCCESS;
+	if (const std::string *v = info->get("no_locks"))
+		RMA_TRY(parseBool(call, "no_locks", *v, noLocks));
+	if (const std::string *v = info->get("same_size"))
+		RMA_TRY(parseBool(call, "same_size", *v, sameSize));
+	if (const std::string *v = info->get("same_disp_unit"))
+		RMA_TRY(parseBool(call, "same_disp_unit", *v, sameDispUnit));
+	if (const std::string *v = info->get("alloc_shared_noncontig"))
+		RMA_TRY(parseBool(call, "alloc_shared_noncontig", *v, allocSharedNoncontig));
+	if (const std::string *v = info->get("accumulate_ordering")) {
+		if (!validOrdering(*v))
+			return makeError(RMA_ERR_INFO_VALUE,
+					 "%s: accumulate_ordering must be \"none\" or a comma-separated list of "
+					 "rar, raw, war, waw, not \"%s\"",
+					 call, v->c_str());
+		accumulateOrdering = *v;
+	}
+	if (const std::string *v = info->get("accumulate_ops")) {
+		if (*v != "same_op_no_op" && *v != "same_op")
+			return makeError(RMA_ERR_INFO_VALUE,
+					 "%s: accumulate_ops must be \"same_op_no_op\" or \"same_op\", not \"%s\"", call,
+					 v->c_str());
+		accumulateOps = *v;
+	}
+	if (const std::string *v = info->get("mpi_accumulate_granularity")) {
+		long long g = -1;
+		auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), g);
+		if (ec != std::errc() || p != v->data() + v->size() || g < 0)
+			return makeError(RMA_ERR_INFO_VALUE,
+					 "%s: mpi_accumulate_granularity must be a non-negative integer, not \"%s\"",
+					 call, v->c_str());
+		accumulateGranularity = g;
+	}
+	if (const std::string *v = info->get("rma_huge_pages")) {
+		auto h = parseHugePages(*v);
+		if (!h)
+			return h.code();
+		hugePages = h.value();
+	}
+	if (const std::string *v = info->get("rma_placement")) {
+		auto p = Placement::parse(*v);
+		if (!p)
+			return p.code();
+		placement = p.value();
+	}
+	return RMA_SUCCESS;
+}
+
+/* ---- Creation ------------------------------------------------------------- */
+
+namespace {
+
+/* What each member tells the others at creation. */
+struct Record {
+	int32_t status;    /* RMA_SUCCESS or the class of this member's failure */
+	int32_t dispUnit;
+	int64_t size;
+	uint64_t remoteBase; /* the member's own address of its memory */
+	uint64_t mapSize;    /* bytes to map of the memory fd, 0 if none passed */
+	uint64_t offset;     /* of the window memory in that mapping */
+	int32_t pid;
+	int32_t reach;       /* Reach */
+	int32_t hugePages;
+	int32_t hasControl;  /* the control fd follows the memory fd */
+	int32_t numaNode;
+	int32_t pad;
+};
+
+const char *flavorCall(Flavor flavor)
+{
+	switch (flavor) {
+	case Flavor::Create: return "rma_win_create";
+	case Flavor::Allocate: return "rma_win_allocate";
+	case Flavor::Dynamic: return "rma_win_create_dynamic";
+	case Flavor::Shared: return "rma_win_allocate_shared";
+	}
+	return "rma_win_create";
+}
+
+std::atomic<uint64_t> windowCounter{ 0 };
+
+} /* namespace */
+
+int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const Info *info,
+		   std::shared_ptr<Comm> comm, std::unique_ptr<Window> &out)
+{
+	std::unique_ptr<Window> win(new Window());
+	win->flavor_ = flavor;
+	win->flavorAttr_ = static_cast<int>(flavor);
+	win->comm_ = std::move(comm);
+	win->name = "win#" + std::to_string(++windowCounter);
+	win->errhandler = runtime().errhandlers.share(reinterpret_cast<uintptr_t>(RMA_ERRORS_ARE_FATAL));
+	/*
+	 * Validation errors do not return early: the member still takes part
+	 * in the exchange with a failure status, so no peer is left waiting.
+	 */
+	const char *call = flavorCall(flavor);
+	int status = win->hints_.parse(call, info);
+	if (status == RMA_SUCCESS && size < 0)
+		status = makeError(RMA_ERR_SIZE, "%s: size %lld is negative", call, static_cast<long long>(size));
+	if (status == RMA_SUCCESS && dispUnit <= 0)
+		status = makeError(RMA_ERR_DISP, "%s: disp_unit %d must be positive", call, dispUnit);
+	if (status == RMA_SUCCESS && flavor == Flavor::Create && size > 0 && base == nullptr)
+		status = makeError(RMA_ERR_ARG, "%s: base is NULL but size is %lld", call,
+				   static_cast<long long>(size));
+	int rc = win->build(status, base, size, dispUnit);
+	if (rc != RMA_SUCCESS)
+		return rc;
+	out = std::move(win);
+	return RMA_SUCCESS;
+}
+
+int Window::build(int status, void *base, rma_aint size, int dispUnit)
+{
+	const char *call = flavorCall(flavor_);
+	const int me = comm_->rank();
+	const int n = comm_->size();
+	const Topology &topology = Topology::system();
+	const int myNode = currentNode(topology);
+	const bool contiguous = flavor_ == Flavor::Shared && !hints_.allocSharedNoncontig;
+
+	MemPolicy policy;
+	if (status == RMA_SUCCESS) {
+		auto p = resolvePlacement(hints_.placement, topology, myNode);
+		if (p)
+			policy = p.value();
+		else
+			status = p.code();
+	}
+
+	/*
+	 * Contiguous shared memory is one segment made by rank 0, which first
+	 * needs every member's size and policy.
+	 */
+	std::vector<int64_t> sizes;
+	if (contiguous) {
+		struct First {
+			int32_t status;
+			int32_t mode;
+			int64_t size;
+			int32_t node;
+			int32_t pad;
+		} first{ errorClass(status), policy.mode, size, policy.nodes.empty() ? -1 : policy.nodes[0], 0 };
+		GatherResult out;
+		RMA_TRY(comm_->allgather(std::as_bytes(std::span(&first, 1)), {}, out));
+		const First *all = reinterpret_cast<const First *>(out.data.data());
+		SegmentOptions options;
+		options.hugePages = hints_.hugePages;
+		options.name = "rma-win-shared";
+		for (int r = 0; r < n; ++r) {
+			if (all[r].status != RMA_SUCCESS && status == RMA_SUCCESS)
+				status = makeError(all[r].status, "%s: rank %d of the communicator failed (%s)", call, r,
+						   className(all[r].status));
+			sizes.push_back(all[r].size);
+			if (me == 0 && all[r].size > 0) {
+				MemPolicy rp;
+				rp.mode = all[r].mode;
+				if (all[r].node >= 0)
+					rp.nodes.push_back(all[r].node);
+				options.ranges.push_back({ options.size, static_cast<size_t>(all[r].size), rp });
+			}
+			options.size += static_cast<size_t>(std::max<int64_t>(all[r].size, 0));
+		}
+		if (me == 0 && status == RMA_SUCCESS) {
+			auto seg = Segment::create(options);
+			if (seg)
+				own_ = std::move(seg.value());
+			else
+				status = seg.code();
+		}
+	}
+
+	/* This member's memory. */
+	Record mine{};
+	mine.dispUnit = dispUnit;
+	mine.size = size;
+	mine.pid = getpid();
+	mine.numaNode = -1;
+	std::vector<int> fds;
+	if (status == RMA_SUCCESS) {
+		switch (flavor_) {
+		case Flavor::Allocate:
+		case Flavor::Shared:
+			if (!contiguous && size > 0) {
+				SegmentOptions options;
+				options.size = static_cast<size_t>(size);
+				options.hugePages = hints_.hugePages;
+				options.policy = policy;
+				options.name = flavor_ == Flavor::Shared ? "rma-win-shared" : "rma-win";
+				auto seg = Segment::create(options);
+				if (seg)
+					own_ = std::move(seg.value());
+				else
+					status = seg.code();
+			}
+			if (status == RMA_SUCCESS && own_.size() > 0) {
+				mine.reach = static_cast<int32_t>(Reach::Direct);
+				mine.mapSize = own_.mappedSize();
+				mine.hugePages = own_.hugePages();
+				fds.push_back(own_.fd());
+				local_ = { own_.pageSize(), own_.numaNode(), "segment" };
+			}
+			if (contiguous && size > 0)
+				local_.kind = "segment";
+			break;
+		case Flavor::Create:
+			if (size > 0) {
+				auto hit = SegmentRegistry::instance().find(base, static_cast<size_t>(size));
+				if (hit) {
+					mine.reach = static_cast<int32_t>(Reach::Direct);
+					mine.mapSize = hit->segment->mappedSize();
+					mine.offset = hit->offset;
+					mine.hugePages = hit->segment->hugePages();
+					fds.push_back(hit->segment->fd());
+					local_ = { hit->segment->pageSize(), hit->segment->numaNode(), "alloc_mem" };
+				} else {
+					mine.reach = static_cast<int32_t>(Reach::Process);
+					local_ = { static_cast<size_t>(sysconf(_SC_PAGESIZE)), -1, "process" };
+				}
+				mine.remoteBase = reinterpret_cast<uint64_t>(base);
+			}
+			break;
+		case Flavor::Dynamic:
+			mine.reach = static_cast<int32_t>(Reach::Dynamic);
+			break;
+		}
+		mine.numaNode = local_.numaNode;
+	}
+
+	/* The control segment, made by rank 0. */
+	if (me == 0 && status == RMA_SUCCESS) {
+		SegmentOptions options;
+		options.size = controlSize(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		options.hugePages = HugePages::Off;
+		options.name = "rma-win-control";
+		auto seg = Segment::create(options);
+		if (seg) {
+			control_ = std::move(seg.value());
+			ControlHeader *h = controlHeader(control_.data());
+			h->magic = kControlMagic;
+			h->version = kControlVersion;
+			h->nranks = static_cast<uint32_t>(n);
+			h->flavor = static_cast<uint32_t>(flavor_);
+			fds.push_back(control_.fd());
+			mine.hasControl = 1;
+		} else {
+			status = seg.code();
+		}
+	}
+
+	mine.status = status == RMA_SUCCESS ? RMA_SUCCESS : errorClass(status);
+	GatherResult out;
+	RMA_TRY(comm_->allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
+	if (status != RMA_SUCCESS)
+		return status;
+	const Record *all = reinterpret_cast<const Record *>(out.data.data());
+	for (int r = 0; r < n; ++r)
+		if (all[r].status != RMA_SUCCESS)
+			return makeError(all[r].status, "%s: rank %d of the communicator failed (%s); no window was made",
+					 call, r, className(all[r].status));
+
+	/* Map what the others passed. */
+	std::vector<int> firstFd(n + 1, 0);
+	for (int r = 0; r < n; ++r)
+		firstFd[r + 1] = firstFd[r] + out.fdCounts[r];
+	targets_.resize(n);
+	for (int r = 0; r < n; ++r) {
+		const Record &rec = all[r];
+		TargetView &t = targets_[r];
+		t.size = rec.size;
+		t.dispUnit = rec.dispUnit;
+		t.pid = rec.pid;
+		t.remoteBase = rec.remoteBase;
+		t.reach = rec.size > 0 || rec.reach == static_cast<int32_t>(Reach::Dynamic) ? static_cast<Reach>(rec.reach)
+											       : Reach::None;
+		if (contiguous)
+			continue;
+		if (t.reach == Reach::Direct) {
+			if (r == me) {
+				t.base = flavor_ == Flavor::Create ? static_cast<std::byte *>(base) : own_.data();
+				continue;
+			}
+			auto seg = Segment::attach(std::move(out.fds[firstFd[r]]), rec.mapSize, rec.hugePages);
+			if (!seg)
+				return seg.code();
+			seg->closeFd();
+			t.base = seg->data() + rec.offset;
+			mapped_.push_back(std::move(seg.value()));
+		} else if (t.reach == Reach::Process && r == me) {
+			/* Our own plain memory: reach it directly. */
+			t.reach = Reach::Direct;
+			t.base = static_cast<std::byte *>(base);
+		}
+	}
+	if (contiguous) {
+		std::byte *segBase;
+		if (me == 0) {
+			segBase = own_.data();
+		} else if (all[0].mapSize > 0) {
+			auto seg = Segment::attach(std::move(out.fds[0]), all[0].mapSize, all[0].hugePages);
+			if (!seg)
+				return seg.code();
+			seg->closeFd();
+			segBase = seg->data();
+			local_.pageSize = seg->pageSize();
+			mapped_.push_back(std::move(seg.value()));
+		} else {
+			segBase = nullptr; /* every size is 0 */
+		}
+		if (me == 0)
+			local_.pageSize = own_.pageSize();
+		size_t offset = 0;
+		for (int r = 0; r < n; ++r) {
+			TargetView &t = targets_[r];
+			if (t.size > 0) {
+				t.reach = Reach::Direct;
+				t.base = segBase + offset;
+			}
+			offset += static_cast<size_t>(sizes[r] > 0 ? sizes[r] : 0);
+		}
+		if (size > 0)
+			local_.numaNode = policy.reportedNode();
+	}
+
+	/* The control segment. */
+	if (me != 0) {
+		/* Rank 0 passed its memory fd (if any) first, then the control fd. */
+		int fdIndex = firstFd[0] + (all[0].mapSize > 0 ? 1 : 0);
+		auto seg = Segment::attach(std::move(out.fds[fdIndex]),
+					   controlSize(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic), false);
+		if (!seg)
+			return seg.code();
+		control_ = std::move(seg.value());
+		const ControlHeader *h = controlHeader(control_.data());
+		if (h->magic != kControlMagic || h->version != kControlVersion || h->nranks != static_cast<uint32_t>(n))
+			return makeError(RMA_ERR_INTERN, "%s: control segment from rank 0 is not a version %u control block",
+					 call, kControlVersion);
+	}
+	control_.closeFd();
+	own_.closeFd();
+	slots_ = rankSlots(control_.data());
+	if (flavor_ == Flavor::Dynamic)
+		attach_ = attachTables(control_.data(), static_cast<uint32_t>(n));
+
+	localBase_ = targets_[me].reach == Reach::Direct ? targets_[me].base : nullptr;
+	if (flavor_ == Flavor::Create)
+		localBase_ = base;
+	localSize_ = size;
+	localDispUnit_ = dispUnit;
+	if (flavor_ == Flavor::Dynamic) {
+		localBase_ = nullptr; /* MPI_BOTTOM */
+		localSize_ = 0;
+	}
+	return RMA_SUCCESS;
+}
+
+Window::~Window() = default;
+
+void Window::abandon()
+{
+	targets_.clear();
+	mapped_.clear();
+	dynamicMaps_.clear();
+}
+
+int Window::free()
+{
+	if (pendingOps_)
+		return makeError(RMA_ERR_RMA_SYNC,
+				 "rma_win_free: window '%s' has RMA operations that no synchronization has completed "
+				 "(call rma_win_fence first)",
+				 name.c_str());
+	RMA_TRY(barrier("rma_win_free"));
+	abandon();
+	return RMA_SUCCESS;
+}
+
+/* ---- Queries -------------------------------------------------------------- */
+
+int Window::sharedQuery(int rank, rma_aint *size, int *dispUnit, void *baseptr) const
+{
+	if (flavor_ == Flavor::Dynamic)
+		return makeError(RMA_ERR_RMA_FLAVOR, "rma_win_shared_query: window '%s' is dynamic: it has no memory to query",
+				 name.c_str());
+	int n = static_cast<int>(targets_.size());
+	if (rank == RMA_PROC_NULL) {
+		rank = -1;
+		for (int r = 0; r < n && rank < 0; ++r)
+			if (targets_[r].size > 0)
+				rank = r;
+		if (rank < 0) {
+			*size = 0;
+			*dispUnit = targets_.empty() ? 1 : targets_[0].dispUnit;
+			*static_cast<void **>(baseptr) = nullptr;
+			return RMA_SUCCESS;
+		}
+	}
+	if (rank < 0 || rank >= n)
+		return makeError(RMA_ERR_RANK, "rma_win_shared_query: rank %d is not in window '%s' (size %d)", rank,
+				 name.c_str(), n);
+	const TargetView &t = targets_[rank];
+	if (t.size > 0 && t.reach != Reach::Direct)
+		return makeError(RMA_ERR_RMA_SHARED,
+				 "rma_win_shared_query: rank %d of window '%s' exposes process memory that is not "
+				 "shared (create the window over rma_alloc_mem memory)",
+				 rank, name.c_str());
+	*size = t.size;
+	*dispUnit = t.dispUnit;
+	*static_cast<void **>(baseptr) = t.size > 0 ? t.base : nullptr;
+	return RMA_SUCCESS;
+}
+
+void Window::reportInfo(Info &out) const
+{
+	auto b = [](bool v) { return v ? "true" : "false"; };
+	out.set("no_locks", b(hints_.noLocks));
+	out.set("accumulate_ordering", hints_.accumulateOrdering);
+	out.set("accumulate_ops", hints_.accumulateOps);
+	out.set("mpi_accumulate_granularity", std::to_string(hints_.accumulateGranularity));
+	out.set("same_size", b(hints_.sameSize));
+	out.set("same_disp_unit", b(hints_.sameDispUnit));
+	out.set("alloc_shared_noncontig", b(hints_.allocSharedNoncontig));
+	out.set("rma_huge_pages", hints_.hugePages == HugePages::Off	   ? "off"
+				  : hints_.hugePages == HugePages::Require ? "require"
+									   : "prefer");
+	out.set("rma_placement", hints_.placement.str());
+	out.set("rma_page_size", std::to_string(local_.pageSize));
+	out.set("rma_numa_node", std::to_string(local_.numaNode));
+	out.set("rma_memory", local_.kind);
+}
+
+int Window::setInfo(const Info *info)
+{
+	/*
+	 * Memory hints (pages, placement, sharing) describe memory that
+	 * exists already: MPI lets them be ignored after creation.
+	 */
+	WindowHints next = hints_;
+	RMA_TRY(next.parse("rma_win_set_info", info));
+	next.hugePages = hints_.hugePages;
+	next.placement = hints_.placement;
+	next.allocSharedNoncontig = hints_.allocSharedNoncontig;
+	hints_ = next;
+	return RMA_SUCCESS;
+}
+
+/* ---- Dynamic windows ------------------------------------------------------ */
+
+namespace {
+
+template<typename T>
+void storeRelaxed(T &field, T value)
+{
+	std::atomic_ref<T>(field).store(value, std::memory_order_relaxed);
+}
+
+} /* namespace */
+
+int Window::attach(void *base, rma_aint size)
+{
+	if (flavor_ != Flavor::Dynamic)
+		return makeError(RMA_ERR_RMA_FLAVOR, "rma_win_attach: window '%s' is not dynamic", name.c_str());
+	if (size < 0)
+		return makeError(RMA_ERR_SIZE, "rma_win_attach: size %lld is negative", static_cast<long long>(size));
+	if (size > 0 && base == nullptr)
+		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_attach: base is NULL");
+	if (size == 0)
+		return RMA_SUCCESS;
+	AttachTable &table = attach_[comm_->rank()];
+	uint64_t lo = reinterpret_cast<uint64_t>(base);
+	uint64_t hi = lo + static_cast<uint64_t>(size);
+	for (uint32_t i = 0; i < table.count; ++i) {
+		const AttachEntry &e = table.entries[i];
+		if (lo < e.base + e.size && e.base < hi)
+			return makeError(RMA_ERR_RMA_ATTACH,
+					 "rma_win_attach: [%p, +%lld) overlaps the region [%p, +%llu) already attached to "
+					 "window '%s'",
+					 base, static_cast<long long>(size), reinterpret_cast<void *>(e.base),
+					 static_cast<unsigned long long>(e.size), name.c_str());
+	}
+	if (table.count == kMaxAttach)
+		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_attach: window '%s' already has %u regions attached (the limit)",
+				 name.c_str(), kMaxAttach);
+
+	AttachEntry e{};
+	e.base = lo;
+	e.size = static_cast<uint64_t>(size);
+	if (auto hit = SegmentRegistry::instance().find(base, static_cast<size_t>(size))) {
+		struct stat st;
+		if (fstat(hit->segment->fd(), &st) == 0) {
+			e.segmentInode = st.st_ino;
+			e.segmentFd = hit->segment->fd();
+			e.segmentOffset = hit->offset;
+			e.segmentSize = hit->segment->mappedSize();
+			e.hugePages = hit->segment->hugePages();
+		}
+	}
+
+	/* Sequence lock, writer side: odd while the table changes. */
+	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
+	table.sequence.store(seq + 1, std::memory_order_relaxed);
+	/* Release fence: the odd sequence is ordered before the entry stores (pairs with the readers' acquire fence). */
+	std::atomic_thread_fence(std::memory_order_release);
+	AttachEntry &slot = table.entries[table.count];
+	storeRelaxed(slot.base, e.base);
+	storeRelaxed(slot.size, e.size);
+	storeRelaxed(slot.segmentInode, e.segmentInode);
+	storeRelaxed(slot.segmentOffset, e.segmentOffset);
+	storeRelaxed(slot.segmentSize, e.segmentSize);
+	storeRelaxed(slot.segmentFd, e.segmentFd);
+	storeRelaxed(slot.hugePages, e.hugePages);
+	storeRelaxed(table.count, table.count + 1);
+	/* Release: pairs with the acquire load of `sequence` in readers; publishes the entry. */
+	table.sequence.store(seq + 2, std::memory_order_release);
+	return RMA_SUCCESS;
+}
+
+int Window::detach(const void *base)
+{
+	if (flavor_ != Flavor::Dynamic)
+		return makeError(RMA_ERR_RMA_FLAVOR, "rma_win_detach: window '%s' is not dynamic", name.c_str());
+	AttachTable &table = attach_[comm_->rank()];
+	uint64_t addr = reinterpret_cast<uint64_t>(base);
+	uint32_t i = 0;
+	while (i < table.count && table.entries[i].base != addr)
+		++i;
+	if (i == table.count)
+		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_detach: no region of window '%s' starts at %p", name.c_str(),
+				 base);
+	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
+	table.sequence.store(seq + 1, std::memory_order_relaxed);
+	/* Release fence: as in attach(). */
+	std::atomic_thread_fence(std::memory_order_release);
+	const AttachEntry last = table.entries[table.count - 1];
+	AttachEntry &slot = table.entries[i];
+	storeRelaxed(slot.base, last.base);
+	storeRelaxed(slot.size, last.size);
+	storeRelaxed(slot.segmentInode, last.segmentInode);
+	storeRelaxed(slot.segmentOffset, last.segmentOffset);
+	storeRelaxed(slot.segmentSize, last.segmentSize);
+	storeRelaxed(slot.segmentFd, last.segmentFd);
+	storeRelaxed(slot.hugePages, last.hugePages);
+	storeRelaxed(table.count, table.count - 1);
+	/* Release: as in attach(). */
+	table.sequence.store(seq + 2, std::memory_order_release);
+	return RMA_SUCCESS;
+}
+
+} /* namespace librma */
