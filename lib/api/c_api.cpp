@@ -958,8 +958,8 @@ RMA_EXPORT int rma_put(const void *origin_addr, int origin_count, rma_datatype o
 	Window *w = toWindow(win);
 	if (!w) [[unlikely]]
 		return invalidWin("rma_put", win);
-	int rc = w->put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-			target_datatype);
+	int rc = w->access<true>(const_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank,
+				 target_disp, target_count, target_datatype);
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return winError(win, w, rc);
 	return RMA_SUCCESS;
@@ -971,8 +971,8 @@ RMA_EXPORT int rma_get(void *origin_addr, int origin_count, rma_datatype origin_
 	Window *w = toWindow(win);
 	if (!w) [[unlikely]]
 		return invalidWin("rma_get", win);
-	int rc = w->get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-			target_datatype);
+	int rc = w->access<false>(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				  target_datatype);
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return winError(win, w, rc);
 	return RMA_SUCCESS;

@@ -4,9 +4,6 @@
 #include <complex.h>
 #include <wchar.h>
 
-#include <array>
-
-#include "core/handle_table.h"
 #include "error/error.h"
 
 namespace librma {
@@ -27,8 +24,10 @@ constexpr Datatype basic(const char *name, rma_count size, BasicType type)
 
 using B = BasicType;
 
+} /* namespace */
+
 /* Indexed by BasicType (== the index in the predefined handle). */
-constexpr std::array<Datatype, static_cast<size_t>(B::Last) + 1> kPredefined = {
+const Datatype kPredefinedTypes[static_cast<int>(BasicType::Last) + 1] = {
 	Datatype{},
 	basic("RMA_CHAR", sizeof(char), B::Char),
 	basic("RMA_SIGNED_CHAR", sizeof(signed char), B::SignedChar),
@@ -63,19 +62,6 @@ constexpr std::array<Datatype, static_cast<size_t>(B::Last) + 1> kPredefined = {
 	basic("RMA_COUNT", sizeof(rma_count), B::Count),
 	basic("RMA_PACKED", 1, B::Packed),
 };
-
-} /* namespace */
-
-const Datatype *toDatatype(rma_datatype handle)
-{
-	uintptr_t h = reinterpret_cast<uintptr_t>(handle);
-	if ((h >> 56) != static_cast<uintptr_t>(HandleKind::Datatype))
-		return nullptr;
-	uintptr_t index = h & ((uintptr_t(1) << 56) - 1);
-	if (index == 0 || index >= kPredefined.size())
-		return nullptr;
-	return &kPredefined[index];
-}
 
 int matchSignatures(const char *call, const Datatype &otype, int ocount, const Datatype &ttype, int tcount,
 		    bool originSends, rma_count &bytes)

@@ -40,8 +40,24 @@ struct Datatype {
 	bool isContiguous() const { return lb == 0 && extent == size && trueExtent == size; }
 };
 
+/* The predefined types, indexed by BasicType (entry 0 is unused). */
+extern const Datatype kPredefinedTypes[static_cast<int>(BasicType::Last) + 1];
+
+/* The predefined datatype behind a handle, or nullptr (inline: the data path asks). */
+inline const Datatype *predefinedDatatype(rma_datatype handle)
+{
+	uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+	uintptr_t index = h - (uintptr_t(RMA_HANDLE_KIND_DATATYPE_) << 56);
+	if (index - 1 >= static_cast<uintptr_t>(BasicType::Last))
+		return nullptr;
+	return &kPredefinedTypes[index];
+}
+
 /* The datatype behind a handle, or nullptr if the handle is not valid. */
-const Datatype *toDatatype(rma_datatype handle);
+inline const Datatype *toDatatype(rma_datatype handle)
+{
+	return predefinedDatatype(handle);
+}
 
 /*
  * Check that origin data (count @ocount of @otype) can be delivered into a

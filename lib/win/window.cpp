@@ -20,17 +20,6 @@
 
 namespace librma {
 
-HandleTable<Window, HandleKind::Win> &windowTable()
-{
-	static HandleTable<Window, HandleKind::Win> table;
-	return table;
-}
-
-Window *toWindow(rma_win handle)
-{
-	return windowTable().lookup(reinterpret_cast<uintptr_t>(handle));
-}
-
 /* ---- Hints ---------------------------------------------------------------- */
 
 namespace {

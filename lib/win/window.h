@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,13 +31,12 @@
 #include <rma/rma.h>
 
 #include "core/core.h"
+#include "datatype/datatype.h"
 #include "numa/topology.h"
 #include "shm/segment.h"
 #include "win/control.h"
 
 namespace librma {
-
-struct Datatype;
 
 enum class Flavor {
 	Create = RMA_WIN_FLAVOR_CREATE,
@@ -93,11 +93,49 @@ public:
 	static int create(Flavor flavor, void *base, rma_aint size, int dispUnit, const Info *info,
 			  std::shared_ptr<Comm> comm, std::unique_ptr<Window> &out);
 
-	/* Data path. */
-	int put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
-		rma_datatype ttype);
-	int get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
-		rma_datatype ttype);
+	/*
+	 * Data path: put (Put = true) or get. The inline part takes the common
+	 * case (open fence epoch, the same predefined type and count on both
+	 * sides, a Direct target, in bounds) straight to memcpy; everything
+	 * else, and every error, goes through put()/get(), which check and
+	 * report in full.
+	 */
+	template<bool Put>
+	int access(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+		   rma_datatype ttype)
+	{
+		if (fenceEpoch_ && otype == ttype && ocount == tcount &&
+		    static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size()) [[likely]] {
+			const Datatype *type = predefinedDatatype(otype);
+			const TargetView &t = targets_[target];
+			rma_aint offset;
+			rma_aint end;
+			if (type && t.reach == Reach::Direct && ocount >= 0 && disp >= 0 &&
+			    !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
+			    !__builtin_add_overflow(offset, static_cast<rma_aint>(ocount) * type->size, &end) &&
+			    end <= t.size) [[likely]] {
+				size_t bytes = static_cast<size_t>(ocount) * static_cast<size_t>(type->size);
+				if constexpr (Put)
+					std::memcpy(t.base + offset, origin, bytes);
+				else
+					std::memcpy(origin, t.base + offset, bytes);
+				pendingOps_ = true;
+				if constexpr (Put)
+					pendingStores_ = true;
+				return RMA_SUCCESS;
+			}
+		}
+		if constexpr (Put)
+			return put(origin, ocount, otype, target, disp, tcount, ttype);
+		else
+			return get(origin, ocount, otype, target, disp, tcount, ttype);
+	}
+
+	/* The full paths (any datatype, any reach, every check with its message). */
+	[[gnu::noinline]] int put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp,
+				  int tcount, rma_datatype ttype);
+	[[gnu::noinline]] int get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+				  rma_datatype ttype);
 
 	/* Synchronization. */
 	int fence(int assert);
@@ -173,8 +211,16 @@ private:
 	int modelAttr_ = RMA_WIN_UNIFIED;
 };
 
+inline HandleTable<Window, HandleKind::Win> &windowTable()
+{
+	static HandleTable<Window, HandleKind::Win> table;
+	return table;
+}
+
 /* The window behind a handle, or nullptr. */
-Window *toWindow(rma_win handle);
-HandleTable<Window, HandleKind::Win> &windowTable();
+inline Window *toWindow(rma_win handle)
+{
+	return windowTable().lookup(reinterpret_cast<uintptr_t>(handle));
+}
 
 } /* namespace librma */

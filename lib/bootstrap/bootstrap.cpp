@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+#include "bootstrap/bootstrap.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+
+#include "bootstrap/protocol.h"
+#include "error/error.h"
+
+namespace librma {
+
+namespace {
+
+/* Context id of the bootstrap's own collective: the world allgather at start. */
+constexpr uint64_t kBootstrapCtx = 0;
+
+/* What each rank tells every other at start. */
+struct RankInfo {
+	int64_t pid;
+	uint64_t hostId;
+};
+
+/* FNV-1a of the host name: equal on every rank of a host. */
+uint64_t hostId()
+{
+	char name[256] = {};
+	gethostname(name, sizeof(name) - 1);
+	uint64_t hash = 0xcbf29ce484222325ull;
+	for (const char *c = name; *c; ++c) {
+		hash ^= static_cast<unsigned char>(*c);
+		hash *= 0x100000001b3ull;
+	}
+	return hash;
+}
+
+bool parseInt(const char *text, int &value)
+{
+	if (!text)
+		return false;
+	std::string_view view(text);
+	auto [end, ec] = std::from_chars(view.data(), view.data() + view.size(), value);
+	return ec == std::errc() && end == view.data() + view.size();
+}
+
+/* What both implementations share: argument checks and the start-up exchange. */
+class BootstrapBase : public Bootstrap
+{
+public:
+	int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+		      std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final
+	{
+		if (ctx == kBootstrapCtx)
+			return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
+		return checkedExchange(ctx, seq, members, myIndex, data, fds, out);
+	}
+
+	/* Set rank and size, then learn every rank's pid and host (collective over the world). */
+	int init(int rank, int size)
+	{
+		rank_ = rank;
+		size_ = size;
+		std::vector<int> world(size);
+		for (int i = 0; i < size; ++i)
+			world[i] = i;
+		RankInfo me = { getpid(), hostId() };
+		GatherResult result;
+		RMA_TRY(checkedExchange(kBootstrapCtx, 0, world, rank,
+					{ reinterpret_cast<const std::byte *>(&me), sizeof(me) }, {}, result));
+
+		std::vector<RankInfo> infos(size);
+		std::memcpy(infos.data(), result.data.data(), size * sizeof(RankInfo));
+		std::vector<uint64_t> hostIds;
+		for (const RankInfo &info : infos) {
+			pids_.push_back(static_cast<pid_t>(info.pid));
+			/* Host index: order of first appearance of the host's id. */
+			std::size_t index = 0;
+			while (index < hostIds.size() && hostIds[index] != info.hostId)
+				++index;
+			if (index == hostIds.size())
+				hostIds.push_back(info.hostId);
+			hosts_.push_back(static_cast<int>(index));
+		}
+		return RMA_SUCCESS;
+	}
+
+protected:
+	/* The exchange itself; arguments are checked. */
+	virtual int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) = 0;
+
+private:
+	int checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+	{
+		if (members.empty() || members.size() > static_cast<std::size_t>(size_) || myIndex < 0 ||
+		    static_cast<std::size_t>(myIndex) >= members.size() || members[myIndex] != rank_)
+			return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: rank %d is not member %d of %zu",
+					 (unsigned long long)ctx, (unsigned long long)seq, rank_, myIndex,
+					 members.size());
+		for (int member : members) {
+			if (member < 0 || member >= size_)
+				return makeError(RMA_ERR_ARG,
+						 "allgather ctx=%llu seq=%llu: member %d is not a rank of a job of %d",
+						 (unsigned long long)ctx, (unsigned long long)seq, member, size_);
+		}
+		if (data.size() > boot::kMaxMessageBytes / members.size() || fds.size() > boot::kMaxMessageFds)
+			return makeError(RMA_ERR_ARG,
+					 "allgather ctx=%llu seq=%llu: %zu bytes and %zu descriptors is too much",
+					 (unsigned long long)ctx, (unsigned long long)seq, data.size(), fds.size());
+		return exchange(ctx, seq, members, myIndex, data, fds, out);
+	}
+};
+
+/* A job of one process: collectives are local copies. */
+class SingletonBootstrap final : public BootstrapBase
+{
+public:
+	[[noreturn]] void abort(int code) override
+	{
+		std::fflush(nullptr);
+		_exit(code);
+	}
+
+protected:
+	int exchange(uint64_t ctx, uint64_t seq, std::span<const int>, int, std::span<const std::byte> data,
+		     std::span<const int> fds, GatherResult &out) override
+	{
+		/* The job is this process, so a process-wide counter is job-unique. */
+		static std::atomic<uint64_t> instances{ 0 };
+
+		std::vector<UniqueFd> copies;
+		for (int fd : fds) {
+			int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+			if (copy < 0)
+				return makeErrnoError(RMA_ERR_INTERN, errno,
+						      "allgather ctx=%llu seq=%llu: cannot duplicate fd %d",
+						      (unsigned long long)ctx, (unsigned long long)seq, fd);
+			copies.emplace_back(copy);
+		}
+		out.data.assign(data.begin(), data.end());
+		out.fds = std::move(copies);
+		out.fdCounts = { static_cast<int>(fds.size()) };
+		out.instance = instances.fetch_add(1, std::memory_order_relaxed) + 1;
+		return RMA_SUCCESS;
+	}
+};
+
+/* A rank of a job served by the launcher (see protocol.h). */
+class LauncherBootstrap final : public BootstrapBase
+{
+public:
+	explicit LauncherBootstrap(UniqueFd sock) : sock_(std::move(sock)) {}
+
+	/* Tell the launcher, which stops every rank; then leave. */
+	[[noreturn]] void abort(int code) override
+	{
+		std::fflush(nullptr);
+		std::vector<std::byte> body;
+		boot::appendPod(body, boot::AbortRequest{ boot::MsgType::Abort, code });
+		/* No error check: if the launcher is gone, there is nobody to tell. */
+		(void)send(body, {});
+		_exit(code);
+	}
+
+protected:
+	int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+		     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) override
+	{
+		std::vector<std::byte> body;
+		body.reserve(sizeof(boot::GatherRequest) + members.size() * sizeof(int32_t) + data.size());
+		boot::appendPod(body, boot::GatherRequest{ boot::MsgType::Gather, static_cast<uint32_t>(members.size()),
+							   ctx, seq, data.size(), myIndex, 0 });
+		for (int member : members)
+			boot::appendPod(body, static_cast<int32_t>(member));
+		body.insert(body.end(), data.begin(), data.end());
+		int rc = send(body, fds);
+		if (rc < 0)
+			return makeErrnoError(RMA_ERR_INTERN, -rc,
+					      "allgather ctx=%llu seq=%llu: cannot send to the launcher",
+					      (unsigned long long)ctx, (unsigned long long)seq);
+
+		/* Block until the launcher answers: this is the setup path. */
+		boot::InMessage reply;
+		while ((rc = boot::recvPacket(sock_.get(), reply, 0)) == 0)
+			;
+		if (rc == -ECONNRESET)
+			return makeError(RMA_ERR_INTERN,
+					 "allgather ctx=%llu seq=%llu: the launcher closed the connection",
+					 (unsigned long long)ctx, (unsigned long long)seq);
+		if (rc < 0)
+			return makeErrnoError(RMA_ERR_INTERN, -rc,
+					      "allgather ctx=%llu seq=%llu: cannot receive from the launcher",
+					      (unsigned long long)ctx, (unsigned long long)seq);
+		return parseReply(ctx, seq, members.size(), data.size(), reply, out);
+	}
+
+private:
+	/* Send one message; abort() may race with allgather() from another thread. */
+	int send(std::span<const std::byte> body, std::span<const int> fds)
+	{
+		std::lock_guard<std::mutex> guard(sendLock_);
+		boot::OutMessage msg{ body, fds, nullptr };
+		while (!msg.done()) {
+			int rc = boot::sendPacket(sock_.get(), msg, 0);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+
+	static int parseReply(uint64_t ctx, uint64_t seq, std::size_t n, std::size_t len, boot::InMessage &reply,
+			      GatherResult &out)
+	{
+		boot::BodyReader reader(reply.body);
+		uint32_t type = boot::messageType(reply.body);
+		if (type == static_cast<uint32_t>(boot::MsgType::Error)) {
+			boot::ErrorReply error;
+			std::span<const std::byte> text;
+			if (reader.read(error) && reader.take(error.textLen, text) && error.errorClass > 0 &&
+			    error.errorClass < RMA_ERR_LASTCODE)
+				return makeError(error.errorClass, "%.*s", static_cast<int>(text.size()),
+						 reinterpret_cast<const char *>(text.data()));
+		} else if (type == static_cast<uint32_t>(boot::MsgType::GatherReply)) {
+			boot::GatherReply header;
+			std::span<const std::byte> rawCounts, data;
+			if (reader.read(header) && header.memberCount == n && header.dataLen == len &&
+			    reader.take(n * sizeof(int32_t), rawCounts) && reader.take(n * len, data) &&
+			    reader.remaining() == 0) {
+				std::vector<int> fdCounts(n);
+				std::memcpy(fdCounts.data(), rawCounts.data(), rawCounts.size());
+				std::size_t total = 0;
+				bool countsValid = true;
+				for (int count : fdCounts) {
+					countsValid &= count >= 0;
+					total += static_cast<std::size_t>(count);
+				}
+				if (countsValid && total == reply.fds.size()) {
+					out.data.assign(data.begin(), data.end());
+					out.fds = std::move(reply.fds);
+					out.fdCounts = std::move(fdCounts);
+					out.instance = header.instance;
+					return RMA_SUCCESS;
+				}
+			}
+		}
+		return makeError(RMA_ERR_INTERN, "allgather ctx=%llu seq=%llu: malformed reply from the launcher",
+				 (unsigned long long)ctx, (unsigned long long)seq);
+	}
+
+	std::mutex sendLock_;
+	UniqueFd sock_;
+};
+
+} /* namespace */
+
+Result<std::unique_ptr<Bootstrap>> Bootstrap::fromEnvironment()
+{
+	using Ptr = std::unique_ptr<Bootstrap>;
+
+	const char *fdText = std::getenv("RMA_BOOT_FD");
+	if (!fdText) {
+		auto singleton = std::make_unique<SingletonBootstrap>();
+		if (int rc = singleton->init(0, 1); rc != RMA_SUCCESS)
+			return Result<Ptr>::failure(rc);
+		return Ptr(std::move(singleton));
+	}
+
+	const char *rankText = std::getenv("RMA_RANK");
+	const char *sizeText = std::getenv("RMA_SIZE");
+	int fd, rank, size;
+	if (!parseInt(fdText, fd) || fd < 0 || !parseInt(rankText, rank) || !parseInt(sizeText, size) || size < 1 ||
+	    rank < 0 || rank >= size)
+		return Result<Ptr>::failure(
+			makeError(RMA_ERR_INTERN, "bad bootstrap environment: RMA_BOOT_FD=%s RMA_RANK=%s RMA_SIZE=%s",
+				  fdText, rankText ? rankText : "(unset)", sizeText ? sizeText : "(unset)"));
+
+	/* Keep the socket from the rank's own children (the environment stays). */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return Result<Ptr>::failure(
+			makeErrnoError(RMA_ERR_INTERN, errno, "bootstrap socket RMA_BOOT_FD=%d", fd));
+	int type = 0;
+	socklen_t typeLen = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &typeLen) < 0 || type != SOCK_SEQPACKET)
+		return Result<Ptr>::failure(makeError(
+			RMA_ERR_INTERN, "bootstrap socket RMA_BOOT_FD=%d is not a SOCK_SEQPACKET socket", fd));
+
+	auto client = std::make_unique<LauncherBootstrap>(UniqueFd(fd));
+	if (int rc = client->init(rank, size); rc != RMA_SUCCESS)
+		return Result<Ptr>::failure(rc);
+	return Ptr(std::move(client));
+}
+
+} /* namespace librma */

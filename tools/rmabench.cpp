@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmabench: one-sided microbenchmarks in the manner of the OSU suite.
+ *
+ *   rmarun -n 2 rmabench latency   [--op put|get] [sizes] [--iterations N] [--skip N] [--flavor F]
+ *   rmarun -n 2 rmabench bandwidth [--op put|get] [sizes] [--window W] ...
+ *   rmarun -n 2 rmabench fence     [--iterations N]
+ *
+ * Rank 0 is the origin, rank 1 the target; the other ranks (if any) only
+ * take part in the fences. Times are bulk-timed over blocks of iterations
+ * (a clock read per operation would cost as much as the operation); the
+ * table reports the mean and the min / median / p99 of the block means.
+ * The bandwidth test also copies the same bytes with a plain memcpy on one
+ * core in the same run, so the ratio to the machine's copy speed is known.
+ */
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <rma/rma.h>
+
+namespace {
+
+struct Options {
+	std::string test = "latency";
+	std::string op = "put";
+	std::string flavor = "allocate";
+	std::string format = "table";
+	std::string hugePages = "prefer";
+	long minSize = 8;
+	long maxSize = 1 << 20;
+	long iterations = 0; /* 0: chosen per size */
+	long skip = 0;
+	long window = 64;
+};
+
+void usage(FILE *out)
+{
+	std::fprintf(out,
+		     "usage: rmarun -n 2 rmabench TEST [options]\n"
+		     "tests:\n"
+		     "  latency     time per operation + fence (OSU osu_put_latency / osu_get_latency)\n"
+		     "  bandwidth   W operations per fence (OSU osu_put_bw / osu_get_bw), next to a memcpy\n"
+		     "  fence       time of an empty fence\n"
+		     "options:\n"
+		     "  --op put|get           operation (default put)\n"
+		     "  --min-size BYTES       smallest message (default 8)\n"
+		     "  --max-size BYTES       largest message, sizes double (default 1048576)\n"
+		     "  --size BYTES           one size only\n"
+		     "  --iterations N         timed iterations per size (default: scaled by size)\n"
+		     "  --skip N               warm-up iterations (default: iterations / 10)\n"
+		     "  --window W             operations per fence in bandwidth (default 64)\n"
+		     "  --flavor F             allocate | allocate_shared | create | dynamic (default allocate)\n"
+		     "  --huge-pages P         prefer | require | off (default prefer)\n"
+		     "  --format table|csv|json  output format (default table)\n");
+}
+
+bool parse(int argc, char **argv, Options &o)
+{
+	int i = 1;
+	if (i < argc && argv[i][0] != '-')
+		o.test = argv[i++];
+	for (; i < argc; ++i) {
+		std::string a = argv[i];
+		auto next = [&](const char *what) -> const char * {
+			if (i + 1 >= argc) {
+				std::fprintf(stderr, "rmabench: %s needs %s\n", a.c_str(), what);
+				return nullptr;
+			}
+			return argv[++i];
+		};
+		auto number = [&](long &out) {
+			const char *v = next("a number");
+			if (!v)
+				return false;
+			char *end;
+			out = std::strtol(v, &end, 10);
+			if (*end || out < 0) {
+				std::fprintf(stderr, "rmabench: %s: '%s' is not a non-negative number\n", a.c_str(), v);
+				return false;
+			}
+			return true;
+		};
+		const char *v;
+		if (a == "-h" || a == "--help") {
+			usage(stdout);
+			std::exit(0);
+		} else if (a == "--op") {
+			if (!(v = next("put or get")))
+				return false;
+			o.op = v;
+		} else if (a == "--flavor") {
+			if (!(v = next("a flavor")))
+				return false;
+			o.flavor = v;
+		} else if (a == "--format") {
+			if (!(v = next("table, csv or json")))
+				return false;
+			o.format = v;
+		} else if (a == "--huge-pages") {
+			if (!(v = next("prefer, require or off")))
+				return false;
+			o.hugePages = v;
+		} else if (a == "--min-size") {
+			if (!number(o.minSize))
+				return false;
+		} else if (a == "--max-size") {
+			if (!number(o.maxSize))
+				return false;
+		} else if (a == "--size") {
+			if (!number(o.minSize))
+				return false;
+			o.maxSize = o.minSize;
+		} else if (a == "--iterations") {
+			if (!number(o.iterations))
+				return false;
+		} else if (a == "--skip") {
+			if (!number(o.skip))
+				return false;
+		} else if (a == "--window") {
+			if (!number(o.window))
+				return false;
+		} else {
+			std::fprintf(stderr, "rmabench: unknown option '%s'\n", a.c_str());
+			return false;
+		}
+	}
+	if (o.test != "latency" && o.test != "bandwidth" && o.test != "fence") {
+		std::fprintf(stderr, "rmabench: unknown test '%s'\n", o.test.c_str());
+		return false;
+	}
+	if (o.op != "put" && o.op != "get") {
+		std::fprintf(stderr, "rmabench: --op must be put or get\n");
+		return false;
+	}
+	if (o.flavor != "allocate" && o.flavor != "allocate_shared" && o.flavor != "create" && o.flavor != "dynamic") {
+		std::fprintf(stderr, "rmabench: unknown flavor '%s'\n", o.flavor.c_str());
+		return false;
+	}
+	if (o.format != "table" && o.format != "csv" && o.format != "json") {
+		std::fprintf(stderr, "rmabench: unknown format '%s'\n", o.format.c_str());
+		return false;
+	}
+	if (o.minSize < 1 || o.maxSize < o.minSize || o.window < 1) {
+		std::fprintf(stderr, "rmabench: need 1 <= min-size <= max-size and window >= 1\n");
+		return false;
+	}
+	return true;
+}
+
+void check(int rc, const char *what)
+{
+	if (rc == RMA_SUCCESS)
+		return;
+	char msg[RMA_MAX_ERROR_STRING];
+	int len = 0;
+	rma_error_string(rc, msg, &len);
+	std::fprintf(stderr, "rmabench: %s failed: %s\n", what, msg);
+	rma_abort(RMA_COMM_WORLD, 1);
+}
+
+/* A window of @bytes per rank of the flavor asked for; @disp0 is target_disp 0 at rank 1. */
+struct BenchWindow {
+	rma_win win = RMA_WIN_NULL;
+	std::byte *base = nullptr;
+	rma_aint disp0 = 0;
+	void *owned = nullptr;
+	std::string pageSize;
+	std::string node;
+};
+
+BenchWindow makeWindow(const Options &o, size_t bytes)
+{
+	BenchWindow w;
+	rma_info info;
+	rma_info_create(&info);
+	rma_info_set(info, "rma_huge_pages", o.hugePages.c_str());
+	if (o.flavor == "allocate") {
+		check(rma_win_allocate(bytes, 1, info, RMA_COMM_WORLD, &w.base, &w.win), "rma_win_allocate");
+	} else if (o.flavor == "allocate_shared") {
+		check(rma_win_allocate_shared(bytes, 1, info, RMA_COMM_WORLD, &w.base, &w.win), "rma_win_allocate_shared");
+	} else {
+		check(rma_alloc_mem(bytes, info, &w.base), "rma_alloc_mem");
+		w.owned = w.base;
+		if (o.flavor == "create") {
+			check(rma_win_create(w.base, bytes, 1, info, RMA_COMM_WORLD, &w.win), "rma_win_create");
+		} else {
+			check(rma_win_create_dynamic(info, RMA_COMM_WORLD, &w.win), "rma_win_create_dynamic");
+			check(rma_win_attach(w.win, w.base, bytes), "rma_win_attach");
+		}
+	}
+	rma_info_free(&info);
+	/* Learn rank 1's base address (dynamic windows address by it). */
+	rma_aint mine = 0;
+	rma_get_address(w.base, &mine);
+	rma_win ex;
+	rma_aint *slot;
+	check(rma_win_allocate(sizeof(rma_aint), 1, RMA_INFO_NULL, RMA_COMM_WORLD, &slot, &ex), "exchange window");
+	check(rma_win_fence(0, ex), "fence");
+	int rank;
+	rma_comm_rank(RMA_COMM_WORLD, &rank);
+	if (rank == 1)
+		check(rma_put(&mine, 1, RMA_AINT, 0, 0, 1, RMA_AINT, ex), "put");
+	check(rma_win_fence(0, ex), "fence");
+	if (o.flavor == "dynamic")
+		w.disp0 = *slot;
+	check(rma_win_free(&ex), "free");
+
+	rma_info used;
+	rma_win_get_info(w.win, &used);
+	char v[64];
+	int flag;
+	rma_info_get(used, "rma_page_size", 63, v, &flag);
+	w.pageSize = flag ? v : "?";
+	rma_info_get(used, "rma_numa_node", 63, v, &flag);
+	w.node = flag ? v : "?";
+	rma_info_free(&used);
+	return w;
+}
+
+void freeWindow(BenchWindow &w)
+{
+	check(rma_win_free(&w.win), "rma_win_free");
+	if (w.owned)
+		check(rma_free_mem(w.owned), "rma_free_mem");
+}
+
+struct Row {
+	long size;
+	long iterations;
+	double mean;   /* us per op (latency) or MB/s (bandwidth) */
+	double min, median, p99;
+	double memcpyMBs = 0; /* bandwidth only */
+};
+
+/* Summary of block means (in seconds per unit). */
+void summarize(std::vector<double> blocks, Row &row, double scale)
+{
+	std::sort(blocks.begin(), blocks.end());
+	row.min = blocks.front() * scale;
+	row.median = blocks[blocks.size() / 2] * scale;
+	row.p99 = blocks[std::min(blocks.size() - 1, static_cast<size_t>(blocks.size() * 0.99))] * scale;
+}
+
+long itersFor(const Options &o, long size, long small, long large)
+{
+	if (o.iterations)
+		return o.iterations;
+	return size <= 8192 ? small : std::max<long>(large * 8192 / size, 20);
+}
+
+/* Time of @iters calls of @fn, in blocks of @block. */
+template<typename Fn>
+std::vector<double> timeBlocks(long iters, long block, Fn &&fn)
+{
+	std::vector<double> out;
+	for (long done = 0; done < iters; done += block) {
+		long n = std::min(block, iters - done);
+		double t0 = rma_wtime();
+		for (long i = 0; i < n; ++i)
+			fn();
+		out.push_back((rma_wtime() - t0) / static_cast<double>(n));
+	}
+	return out;
+}
+
+/* Page-aligned buffers, as OSU uses (a misaligned source slows rep movsb down). */
+struct PageBuffer {
+	explicit PageBuffer(size_t bytes, char fill)
+		: data(static_cast<char *>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096)))
+	{
+		std::memset(data, fill, bytes);
+	}
+	~PageBuffer() { std::free(data); }
+	PageBuffer(const PageBuffer &) = delete;
+	PageBuffer &operator=(const PageBuffer &) = delete;
+	char *data;
+};
+
+double memcpyBandwidth(size_t bytes, long reps)
+{
+	PageBuffer a(bytes, 1), b(bytes, 2);
+	for (int i = 0; i < 3; ++i)
+		std::memcpy(b.data, a.data, bytes);
+	double t0 = rma_wtime();
+	for (long i = 0; i < reps; ++i) {
+		std::memcpy(b.data, a.data, bytes);
+		asm volatile("" ::"r"(b.data) : "memory");
+	}
+	double t = rma_wtime() - t0;
+	return static_cast<double>(bytes) * static_cast<double>(reps) / t / 1e6;
+}
+
+} /* namespace */
+
+int main(int argc, char **argv)
+{
+	Options o;
+	if (!parse(argc, argv, o)) {
+		usage(stderr);
+		return 2;
+	}
+	check(rma_init(&argc, &argv), "rma_init");
+	int rank, size;
+	rma_comm_rank(RMA_COMM_WORLD, &rank);
+	rma_comm_size(RMA_COMM_WORLD, &size);
+	if (size < 2 && o.test != "fence") {
+		std::fprintf(stderr, "rmabench: %s needs at least 2 ranks (rmarun -n 2 rmabench ...)\n", o.test.c_str());
+		rma_finalize();
+		return 2;
+	}
+	const bool put = o.op == "put";
+	size_t bytes = static_cast<size_t>(o.maxSize);
+	BenchWindow w = makeWindow(o, std::max<size_t>(bytes, 8));
+	PageBuffer buffer(std::max<size_t>(bytes, 8), 'a');
+	std::vector<Row> rows;
+
+	auto fence = [&] { check(rma_win_fence(0, w.win), "rma_win_fence"); };
+	auto op = [&](long sz) {
+		if (put)
+			check(rma_put(buffer.data, static_cast<int>(sz), RMA_BYTE, 1, w.disp0, static_cast<int>(sz), RMA_BYTE,
+				      w.win),
+			      "rma_put");
+		else
+			check(rma_get(buffer.data, static_cast<int>(sz), RMA_BYTE, 1, w.disp0, static_cast<int>(sz), RMA_BYTE,
+				      w.win),
+			      "rma_get");
+	};
+
+	fence();
+	if (o.test == "fence") {
+		long iters = o.iterations ? o.iterations : 100000;
+		long skip = o.skip ? o.skip : iters / 10;
+		for (long i = 0; i < skip; ++i)
+			fence();
+		auto blocks = timeBlocks(iters, 1000, fence);
+		Row row{ 0, iters, 0, 0, 0, 0 };
+		double total = 0;
+		for (double b : blocks)
+			total += b;
+		row.mean = total / static_cast<double>(blocks.size()) * 1e6;
+		summarize(blocks, row, 1e6);
+		rows.push_back(row);
+	} else {
+		for (long sz = o.minSize; sz <= o.maxSize; sz *= 2) {
+			Row row{};
+			row.size = sz;
+			if (o.test == "latency") {
+				long iters = itersFor(o, sz, 20000, 2000);
+				long skip = o.skip ? o.skip : iters / 10;
+				auto step = [&] {
+					if (rank == 0)
+						op(sz);
+					fence();
+				};
+				for (long i = 0; i < skip; ++i)
+					step();
+				auto blocks = timeBlocks(iters, 100, step);
+				double total = 0;
+				for (double b : blocks)
+					total += b;
+				row.iterations = iters;
+				row.mean = total / static_cast<double>(blocks.size()) * 1e6;
+				summarize(blocks, row, 1e6);
+			} else {
+				long iters = itersFor(o, sz, 2000, 200);
+				long skip = o.skip ? o.skip : std::max<long>(iters / 10, 1);
+				auto step = [&] {
+					if (rank == 0)
+						for (long k = 0; k < o.window; ++k)
+							op(sz);
+					fence();
+				};
+				for (long i = 0; i < skip; ++i)
+					step();
+				auto blocks = timeBlocks(iters, 10, step);
+				/* Blocks in seconds per step -> MB/s. */
+				double perStep = 0;
+				for (double b : blocks)
+					perStep += b;
+				perStep /= static_cast<double>(blocks.size());
+				double bytesPerStep = static_cast<double>(sz) * static_cast<double>(o.window);
+				row.iterations = iters;
+				row.mean = bytesPerStep / perStep / 1e6;
+				for (double &b : blocks)
+					b = 1.0 / b; /* steps per second */
+				summarize(blocks, row, bytesPerStep / 1e6);
+				if (rank == 0)
+					row.memcpyMBs = memcpyBandwidth(static_cast<size_t>(sz),
+									std::max<long>(iters * o.window / 4, 16));
+			}
+			rows.push_back(row);
+		}
+	}
+	fence();
+
+	if (rank == 0) {
+		char host[256] = "?";
+		gethostname(host, sizeof(host) - 1);
+		const char *bind = std::getenv("RMA_BIND");
+		const bool bw = o.test == "bandwidth";
+		const char *unit = bw ? "MB/s" : "us";
+		std::string what = o.test == "fence" ? "empty fence" : o.op + (bw ? " bandwidth" : " latency") + " + fence";
+		if (o.format == "table") {
+			std::printf("# librma rmabench: %s\n", what.c_str());
+			std::printf("# host %s, %d ranks, binding %s, cpu of rank 0: %d\n", host, size, bind ? bind : "none",
+				    sched_getcpu());
+			std::printf("# window flavor %s, page size %s, NUMA node %s, progress: none needed (direct stores)\n",
+				    o.flavor.c_str(), w.pageSize.c_str(), w.node.c_str());
+			if (bw) {
+				std::printf("# window of %ld operations per fence; memcpy = one core copying the same size\n", o.window);
+				std::printf("%-10s %12s %12s %12s %12s %14s %8s\n", "# Size", "MB/s", "min", "median", "p99",
+					    "memcpy MB/s", "ratio");
+			} else {
+				std::printf("%-10s %12s %12s %12s %12s\n", o.test == "fence" ? "# Ranks" : "# Size",
+					    "Latency(us)", "min", "median", "p99");
+			}
+			for (const Row &r : rows) {
+				if (bw)
+					std::printf("%-10ld %12.2f %12.2f %12.2f %12.2f %14.2f %8.2f\n", r.size, r.mean, r.min,
+						    r.median, r.p99, r.memcpyMBs, r.mean / r.memcpyMBs);
+				else
+					std::printf("%-10ld %12.3f %12.3f %12.3f %12.3f\n", o.test == "fence" ? size : r.size,
+						    r.mean, r.min, r.median, r.p99);
+			}
+		} else if (o.format == "csv") {
+			std::printf("test,op,flavor,ranks,size,iterations,mean_%s,min,median,p99%s\n", bw ? "mbs" : "us",
+				    bw ? ",memcpy_mbs" : "");
+			for (const Row &r : rows) {
+				std::printf("%s,%s,%s,%d,%ld,%ld,%.4f,%.4f,%.4f,%.4f", o.test.c_str(), o.op.c_str(),
+					    o.flavor.c_str(), size, r.size, r.iterations, r.mean, r.min, r.median, r.p99);
+				if (bw)
+					std::printf(",%.2f", r.memcpyMBs);
+				std::printf("\n");
+			}
+		} else {
+			std::printf("{\"tool\":\"rmabench\",\"test\":\"%s\",\"op\":\"%s\",\"flavor\":\"%s\",\"ranks\":%d,"
+				    "\"host\":\"%s\",\"binding\":\"%s\",\"page_size\":\"%s\",\"numa_node\":\"%s\",\"unit\":\"%s\","
+				    "\"results\":[",
+				    o.test.c_str(), o.op.c_str(), o.flavor.c_str(), size, host, bind ? bind : "none",
+				    w.pageSize.c_str(), w.node.c_str(), unit);
+			for (size_t i = 0; i < rows.size(); ++i) {
+				const Row &r = rows[i];
+				std::printf("%s{\"size\":%ld,\"iterations\":%ld,\"mean\":%.4f,\"min\":%.4f,\"median\":%.4f,"
+					    "\"p99\":%.4f",
+					    i ? "," : "", r.size, r.iterations, r.mean, r.min, r.median, r.p99);
+				if (bw)
+					std::printf(",\"memcpy_mbs\":%.2f", r.memcpyMBs);
+				std::printf("}");
+			}
+			std::printf("]}\n");
+		}
+		std::fflush(stdout);
+	}
+	freeWindow(w);
+	check(rma_finalize(), "rma_finalize");
+	return 0;
+}
