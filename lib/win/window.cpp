@@ -518,6 +518,29 @@ void storeRelaxed(T &field, T value)
 
 } /* namespace */
 
+/*
+ * Sequence-lock writer: make `sequence` odd, write entry @index and the
+ * count, make it even again. Readers are in resolveDynamic().
+ */
+void Window::writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &e, uint32_t newCount)
+{
+	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
+	table.sequence.store(seq + 1, std::memory_order_relaxed);
+	/* Release fence: the odd sequence is ordered before the entry stores (pairs with the readers' acquire fence). */
+	std::atomic_thread_fence(std::memory_order_release);
+	AttachEntry &slot = table.entries[index];
+	storeRelaxed(slot.base, e.base);
+	storeRelaxed(slot.size, e.size);
+	storeRelaxed(slot.segmentInode, e.segmentInode);
+	storeRelaxed(slot.segmentOffset, e.segmentOffset);
+	storeRelaxed(slot.segmentSize, e.segmentSize);
+	storeRelaxed(slot.segmentFd, e.segmentFd);
+	storeRelaxed(slot.hugePages, e.hugePages);
+	storeRelaxed(table.count, newCount);
+	/* Release: pairs with the acquire load of `sequence` in readers; publishes the entry. */
+	table.sequence.store(seq + 2, std::memory_order_release);
+}
+
 int Window::attach(void *base, rma_aint size)
 {
 	if (flavor_ != Flavor::Dynamic)
@@ -558,22 +581,7 @@ int Window::attach(void *base, rma_aint size)
 		}
 	}
 
-	/* Sequence lock, writer side: odd while the table changes. */
-	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
-	table.sequence.store(seq + 1, std::memory_order_relaxed);
-	/* Release fence: the odd sequence is ordered before the entry stores (pairs with the readers' acquire fence). */
-	std::atomic_thread_fence(std::memory_order_release);
-	AttachEntry &slot = table.entries[table.count];
-	storeRelaxed(slot.base, e.base);
-	storeRelaxed(slot.size, e.size);
-	storeRelaxed(slot.segmentInode, e.segmentInode);
-	storeRelaxed(slot.segmentOffset, e.segmentOffset);
-	storeRelaxed(slot.segmentSize, e.segmentSize);
-	storeRelaxed(slot.segmentFd, e.segmentFd);
-	storeRelaxed(slot.hugePages, e.hugePages);
-	storeRelaxed(table.count, table.count + 1);
-	/* Release: pairs with the acquire load of `sequence` in readers; publishes the entry. */
-	table.sequence.store(seq + 2, std::memory_order_release);
+	writeAttachEntry(table, table.count, e, table.count + 1);
 	return RMA_SUCCESS;
 }
 
@@ -589,22 +597,9 @@ int Window::detach(const void *base)
 	if (i == table.count)
 		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_detach: no region of window '%s' starts at %p", name.c_str(),
 				 base);
-	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
-	table.sequence.store(seq + 1, std::memory_order_relaxed);
-	/* Release fence: as in attach(). */
-	std::atomic_thread_fence(std::memory_order_release);
+	/* Move the last entry into the hole. */
 	const AttachEntry last = table.entries[table.count - 1];
-	AttachEntry &slot = table.entries[i];
-	storeRelaxed(slot.base, last.base);
-	storeRelaxed(slot.size, last.size);
-	storeRelaxed(slot.segmentInode, last.segmentInode);
-	storeRelaxed(slot.segmentOffset, last.segmentOffset);
-	storeRelaxed(slot.segmentSize, last.segmentSize);
-	storeRelaxed(slot.segmentFd, last.segmentFd);
-	storeRelaxed(slot.hugePages, last.hugePages);
-	storeRelaxed(table.count, table.count - 1);
-	/* Release: as in attach(). */
-	table.sequence.store(seq + 2, std::memory_order_release);
+	writeAttachEntry(table, i, last, table.count - 1);
 	return RMA_SUCCESS;
 }
 

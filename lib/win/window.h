@@ -176,8 +176,11 @@ private:
 	int checkAccess(const char *call, int target);
 	int checkTarget(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
 	int resolveDynamic(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
-	int transfer(const char *call, const TargetView &view, rma_aint offset, void *origin, rma_count bytes,
-		     bool toTarget);
+	int transfer(const char *call, const TargetView &view, void *origin, rma_count bytes, bool toTarget);
+	template<bool Put>
+	int fullAccess(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+		       rma_datatype ttype);
+	void writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &entry, uint32_t newCount);
 
 	Flavor flavor_ = Flavor::Create;
 	std::shared_ptr<Comm> comm_;

@@ -204,8 +204,7 @@ namespace {
 
 } /* namespace */
 
-int Window::transfer(const char *call, const TargetView &view, rma_aint, void *origin, rma_count bytes,
-		     bool toTarget)
+int Window::transfer(const char *call, const TargetView &view, void *origin, rma_count bytes, bool toTarget)
 {
 	if (view.reach == Reach::Direct) [[likely]] {
 		if (toTarget)
@@ -217,10 +216,11 @@ int Window::transfer(const char *call, const TargetView &view, rma_aint, void *o
 	return crossMemory(call, name, view.pid, view.remoteBase, origin, bytes, toTarget);
 }
 
-int Window::put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
-		rma_datatype ttype)
+template<bool Put>
+int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+		       rma_datatype ttype)
 {
-	static constexpr const char *kCall = "rma_put";
+	static constexpr const char *kCall = Put ? "rma_put" : "rma_get";
 	RMA_TRY(checkAccess(kCall, target));
 	if (target == RMA_PROC_NULL)
 		return RMA_SUCCESS;
@@ -231,37 +231,27 @@ int Window::put(const void *origin, int ocount, rma_datatype otype, int target, 
 	if ((ocount | tcount) < 0) [[unlikely]]
 		return badCount(kCall, ocount, tcount);
 	rma_count bytes;
-	RMA_TRY(matchSignatures(kCall, *od, ocount, *td, tcount, true, bytes));
+	RMA_TRY(matchSignatures(kCall, *od, ocount, *td, tcount, Put, bytes));
 	TargetView view;
 	RMA_TRY(checkTarget(kCall, target, disp, static_cast<rma_count>(tcount) * td->extent, view));
 	if (bytes == 0)
 		return RMA_SUCCESS;
 	pendingOps_ = true;
-	pendingStores_ = true;
-	return transfer(kCall, view, 0, const_cast<void *>(origin), bytes, true);
+	if (Put)
+		pendingStores_ = true;
+	return transfer(kCall, view, origin, bytes, Put);
+}
+
+int Window::put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+		rma_datatype ttype)
+{
+	return fullAccess<true>(const_cast<void *>(origin), ocount, otype, target, disp, tcount, ttype);
 }
 
 int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		rma_datatype ttype)
 {
-	static constexpr const char *kCall = "rma_get";
-	RMA_TRY(checkAccess(kCall, target));
-	if (target == RMA_PROC_NULL)
-		return RMA_SUCCESS;
-	const Datatype *od = toDatatype(otype);
-	const Datatype *td = toDatatype(ttype);
-	if (!od || !td) [[unlikely]]
-		return badDatatype(kCall, od ? "target" : "origin", od ? ttype : otype);
-	if ((ocount | tcount) < 0) [[unlikely]]
-		return badCount(kCall, ocount, tcount);
-	rma_count bytes;
-	RMA_TRY(matchSignatures(kCall, *od, ocount, *td, tcount, false, bytes));
-	TargetView view;
-	RMA_TRY(checkTarget(kCall, target, disp, static_cast<rma_count>(tcount) * td->extent, view));
-	if (bytes == 0)
-		return RMA_SUCCESS;
-	pendingOps_ = true;
-	return transfer(kCall, view, 0, origin, bytes, false);
+	return fullAccess<false>(origin, ocount, otype, target, disp, tcount, ttype);
 }
 
 /* ---- Synchronization ------------------------------------------------------ */
