@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmarun end to end, through its path in the build (RMA_RMARUN), with
+ * boot_client (RMA_BOOT_CLIENT) as a program that joins the job.
+ */
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/multiproc.h"
+
+namespace librma {
+namespace {
+
+using test::CommandResult;
+using test::runCommand;
+
+class RmarunTest : public testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		const char *rmarun = std::getenv("RMA_RMARUN");
+		const char *client = std::getenv("RMA_BOOT_CLIENT");
+		if (!rmarun || !client)
+			GTEST_SKIP() << "RMA_RMARUN and RMA_BOOT_CLIENT name the programs (meson test sets them)";
+		rmarun_ = rmarun;
+		client_ = client;
+	}
+
+	CommandResult rmarun(std::vector<std::string> args)
+	{
+		args.insert(args.begin(), rmarun_);
+		return runCommand(args);
+	}
+
+	std::string rmarun_;
+	std::string client_;
+};
+
+std::vector<std::string> sortedLines(const std::string &text)
+{
+	std::vector<std::string> lines;
+	std::istringstream in(text);
+	for (std::string line; std::getline(in, line);)
+		lines.push_back(line);
+	std::sort(lines.begin(), lines.end());
+	return lines;
+}
+
+TEST_F(RmarunTest, ExitsZeroWhenEveryRankDoes)
+{
+	CommandResult r = rmarun({ "-n", "2", "/bin/sh", "-c", "exit 0" });
+	EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(RmarunTest, ExitsWithTheStatusOfAFailingRank)
+{
+	CommandResult r = rmarun({ "-n", "2", "/bin/sh", "-c", "exit 3" });
+	EXPECT_EQ(r.status, 3) << r.err;
+	EXPECT_NE(r.err.find("exited with status 3"), std::string::npos) << r.err;
+}
+
+TEST_F(RmarunTest, KilledRankGives128PlusSignalAndStopsTheOthers)
+{
+	auto start = std::chrono::steady_clock::now();
+	CommandResult r =
+		rmarun({ "-n", "3", "/bin/sh", "-c", "if [ $RMA_RANK = 1 ]; then kill -9 $$; fi; exec sleep 30" });
+	EXPECT_EQ(r.status, 128 + 9) << r.err;
+	EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(RmarunTest, TimeoutGives124)
+{
+	auto start = std::chrono::steady_clock::now();
+	CommandResult r = rmarun({ "--timeout", "0.3", "-n", "2", "/bin/sh", "-c", "exec sleep 30" });
+	EXPECT_EQ(r.status, 124) << r.err;
+	EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(RmarunTest, MissingProgramGives127)
+{
+	CommandResult r = rmarun({ "-n", "1", "/nonexistent/program" });
+	EXPECT_EQ(r.status, 127);
+	EXPECT_NE(r.err.find("cannot execute /nonexistent/program"), std::string::npos) << r.err;
+}
+
+TEST_F(RmarunTest, TagOutputPrefixesEachRanksLines)
+{
+	CommandResult r = rmarun({ "--tag-output", "-n", "2", "--", "/bin/sh", "-c",
+				   "echo rank $RMA_RANK of $RMA_SIZE; echo err $RMA_RANK >&2" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "[0] rank 0 of 2", "[1] rank 1 of 2" }));
+	EXPECT_EQ(sortedLines(r.err), (std::vector<std::string>{ "[0] err 0", "[1] err 1" }));
+}
+
+TEST_F(RmarunTest, ProgramOptionsAreNotRmarunOptions)
+{
+	CommandResult r = rmarun({ "-n", "1", "/bin/echo", "-n", "--help" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(r.out, "--help");
+}
+
+TEST_F(RmarunTest, RanksJoinTheJobThroughTheBootstrap)
+{
+	for (const char *bind : { "core", "numa", "none" }) {
+		CommandResult r = rmarun({ "-n", "3", "--bind", bind, client_ });
+		EXPECT_EQ(r.status, 0) << bind << ": " << r.err;
+		EXPECT_EQ(sortedLines(r.out),
+			  (std::vector<std::string>{ "rank 0 of 3 ok", "rank 1 of 3 ok", "rank 2 of 3 ok" }))
+			<< bind;
+	}
+}
+
+TEST_F(RmarunTest, ClientAloneIsASingleton)
+{
+	CommandResult r = runCommand({ client_ });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(r.out, "rank 0 of 1 ok\n");
+}
+
+TEST_F(RmarunTest, AbortGivesItsCode)
+{
+	CommandResult r = rmarun({ "-n", "3", client_, "abort", "7" });
+	EXPECT_EQ(r.status, 7) << r.err;
+	EXPECT_NE(r.err.find("rank 2 called abort(7)"), std::string::npos) << r.err;
+}
+
+TEST_F(RmarunTest, VerboseReportsBindingsAndExits)
+{
+	CommandResult r = rmarun({ "-v", "-n", "2", "--bind", "none", "/bin/true" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.err.find("rank 1: pid"), std::string::npos) << r.err;
+	EXPECT_NE(r.err.find("rank 0 exited with status 0"), std::string::npos) << r.err;
+}
+
+TEST_F(RmarunTest, BadUsageExitsTwoWithAMessage)
+{
+	std::vector<std::vector<std::string>> bad = {
+		{},
+		{ "/bin/true" },
+		{ "-n" },
+		{ "-n", "0", "/bin/true" },
+		{ "-n", "two", "/bin/true" },
+		{ "-n", "1" },
+		{ "-n", "1", "--bind", "socket", "/bin/true" },
+		{ "-n", "1", "--timeout", "-1", "/bin/true" },
+		{ "-n", "1", "--timeout", "soon", "/bin/true" },
+		{ "--no-such-option", "-n", "1", "/bin/true" },
+	};
+	for (const auto &args : bad) {
+		CommandResult r = rmarun(args);
+		std::string line;
+		for (const auto &arg : args)
+			line += arg + " ";
+		EXPECT_EQ(r.status, 2) << line;
+		EXPECT_NE(r.err.find("rmarun"), std::string::npos) << line << ": " << r.err;
+		EXPECT_TRUE(r.out.empty()) << line;
+	}
+}
+
+TEST_F(RmarunTest, HelpListsEveryOption)
+{
+	CommandResult r = rmarun({ "--help" });
+	EXPECT_EQ(r.status, 0);
+	for (const char *option :
+	     { "-n, --nranks", "--bind", "--tag-output", "--timeout", "-v, --verbose", "-h, --help", "--version" })
+		EXPECT_NE(r.out.find(option), std::string::npos) << option;
+}
+
+TEST_F(RmarunTest, VersionNamesTheProgram)
+{
+	CommandResult r = rmarun({ "--version" });
+	EXPECT_EQ(r.status, 0);
+	EXPECT_TRUE(r.out.starts_with("rmarun (librma) ")) << r.out;
+}
+
+} /* namespace */
+} /* namespace librma */

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Helpers for tests that run real processes: ranks of a job forked by the
+ * launcher (runRanks), commands run to completion (runCommand), captured
+ * stdio, and a scratch directory.
+ *
+ * None of these is thread-safe: call them from the test's main thread.
+ */
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bootstrap/launcher.h"
+
+namespace librma::test {
+
+struct RanksOptions {
+	/* Whole-job time limit: a hung rank fails the job (status 124). */
+	double timeoutSeconds = 60;
+	/* Tests oversubscribe the host, so ranks are not pinned by default. */
+	Bind bind = Bind::None;
+	bool tagOutput = false;
+	double killGraceSeconds = 2.0;
+	/* Topology for Bind::Numa (nullptr: the host's). */
+	const Topology *topology = nullptr;
+	bool verbose = false;
+};
+
+/*
+ * Run @body(rank) in each of @n forked ranks of a job (launch() with a
+ * childMain: each rank has the bootstrap environment, so
+ * Bootstrap::fromEnvironment() joins the job). A rank exits 1 if a
+ * GoogleTest assertion failed in it during @body (the failure is printed
+ * in the rank's output), else 0.
+ *
+ * Returns the job's status (see launch()): 0 when every rank passed.
+ * Typical use:  EXPECT_EQ(runRanks(4, [](int rank) { ... }), 0);
+ */
+int runRanks(int n, std::function<void(int rank)> body, RanksOptions opts = {});
+
+/* A fresh directory under $TMPDIR (or /tmp), removed with its contents. */
+class ScratchDir
+{
+public:
+	ScratchDir();
+	~ScratchDir();
+	ScratchDir(const ScratchDir &) = delete;
+	ScratchDir &operator=(const ScratchDir &) = delete;
+
+	const std::string &path() const { return path_; }
+	/* path()/@name */
+	std::string file(const std::string &name) const { return path_ + "/" + name; }
+
+private:
+	std::string path_;
+};
+
+/* A file's whole content ("" if it cannot be read). */
+std::string readFile(const std::string &path);
+
+struct CommandResult {
+	/* Exit status; 128 + signal if killed; -1 if it could not be run. */
+	int status = -1;
+	std::string out;
+	std::string err;
+};
+
+/*
+ * Run @argv (PATH is searched) to completion with stdout and stderr
+ * captured; the command is killed with SIGKILL after @timeoutSeconds.
+ */
+CommandResult runCommand(const std::vector<std::string> &argv, double timeoutSeconds = 30);
+
+struct CapturedStdio {
+	std::string out;
+	std::string err;
+};
+
+/* Run @fn with this process's stdout and stderr (fds 1 and 2) captured. */
+CapturedStdio captureStdio(const std::function<void()> &fn);
+
+/* Status as the launcher reports it: exit code, or 128 + signal. */
+int exitStatus(int waitStatus);
+
+} /* namespace librma::test */
