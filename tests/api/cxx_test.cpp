@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* The C++ API: RAII windows, typed spans, errors as values. */
+#include <gtest/gtest.h>
+
+#include <array>
+#include <numeric>
+#include <vector>
+
+#include <rma/rma.hpp>
+
+#include "support/multiproc.h"
+
+namespace {
+
+using librma::test::runRanks;
+
+TEST(CxxApiTest, WindowRoundTripAndErrorsAsValues)
+{
+	EXPECT_EQ(runRanks(2, [](int) {
+			  rma::Environment env;
+			  ASSERT_TRUE(env.status().ok());
+			  rma::Comm world = rma::Comm::world();
+			  int peer = 1 - world.rank();
+			  {
+				  auto win = rma::Window::allocate(16 * sizeof(long), sizeof(long));
+				  ASSERT_TRUE(win.ok()) << win.status().message();
+				  std::span<long> local = win->local<long>();
+				  ASSERT_EQ(local.size(), 16u);
+				  std::array<long, 16> data;
+				  std::iota(data.begin(), data.end(), 100L * world.rank());
+				  ASSERT_TRUE(win->fence().ok());
+				  ASSERT_TRUE(win->put(std::span<const long>(data), peer, 0).ok());
+				  ASSERT_TRUE(win->fence().ok());
+				  for (int i = 0; i < 16; ++i) {
+					  EXPECT_EQ(local[i], 100L * peer + i);
+				  }
+				  std::vector<long> back(16);
+				  ASSERT_TRUE(win->get(std::span<long>(back), peer, 0).ok());
+				  ASSERT_TRUE(win->fence().ok());
+				  EXPECT_TRUE(std::equal(back.begin(), back.end(), data.begin()));
+
+				  /* An error comes back as a value with a message. */
+				  rma::Status s = win->put(1L, peer, 16);
+				  EXPECT_FALSE(s.ok());
+				  EXPECT_EQ(s.errorClass(), RMA_ERR_RMA_RANGE);
+				  EXPECT_NE(s.message().find("rma_put"), std::string::npos) << s.message();
+				  ASSERT_TRUE(win->fence(RMA_MODE_NOSUCCEED).ok());
+				  rma::Info used = win->info();
+				  EXPECT_EQ(used.get("rma_memory").value_or(""), "segment");
+			  } /* freed here, collectively */
+
+			  /* Creation errors are values too, and the job goes on. */
+			  auto bad = rma::Window::allocate(std::size_t(1) << 50);
+			  EXPECT_FALSE(bad.ok());
+			  EXPECT_EQ(bad.status().errorClass(), RMA_ERR_NO_MEM);
+
+			  std::vector<int> mem(4, 0);
+			  auto created = rma::Window::create(std::span<int>(mem));
+			  ASSERT_TRUE(created.ok());
+			  ASSERT_TRUE(created->fence().ok());
+			  ASSERT_TRUE(created->put(7 + world.rank(), peer, 3).ok());
+			  ASSERT_TRUE(created->fence().ok());
+			  EXPECT_EQ(mem[3], 7 + peer);
+		  }),
+		  0);
+}
+
+} /* namespace */

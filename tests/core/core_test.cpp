@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* Handles, error codes, groups and info objects: single-process units. */
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/core.h"
+#include "core/handle_table.h"
+#include "error/error.h"
+
+using namespace librma;
+
+namespace {
+
+struct Thing {
+	int value;
+};
+
+TEST(HandleTableTest, LooksUpLiveHandlesAndRejectsStaleOnes)
+{
+	HandleTable<Thing, HandleKind::Win> table;
+	uintptr_t a = table.insert(std::make_shared<Thing>(Thing{ 1 }));
+	uintptr_t b = table.insert(std::make_shared<Thing>(Thing{ 2 }));
+	ASSERT_NE(a, 0u);
+	ASSERT_NE(a, b);
+	EXPECT_EQ(table.lookup(a)->value, 1);
+	EXPECT_EQ(table.lookup(b)->value, 2);
+	ASSERT_TRUE(table.remove(a));
+	EXPECT_EQ(table.lookup(a), nullptr) << "a freed handle must not resolve";
+	EXPECT_FALSE(table.remove(a)) << "double free must be refused";
+	/* The slot is reused with a new generation: the old handle stays dead. */
+	uintptr_t c = table.insert(std::make_shared<Thing>(Thing{ 3 }));
+	EXPECT_EQ(static_cast<uint32_t>(c), static_cast<uint32_t>(a));
+	EXPECT_NE(c, a);
+	EXPECT_EQ(table.lookup(a), nullptr);
+	EXPECT_EQ(table.lookup(c)->value, 3);
+	EXPECT_EQ(table.liveHandles().size(), 2u);
+}
+
+TEST(HandleTableTest, RejectsOtherKindsGarbageAndNull)
+{
+	HandleTable<Thing, HandleKind::Win> wins;
+	HandleTable<Thing, HandleKind::Comm> comms;
+	uintptr_t w = wins.insert(std::make_shared<Thing>(Thing{ 1 }));
+	uintptr_t c = comms.insert(std::make_shared<Thing>(Thing{ 2 }));
+	EXPECT_EQ(wins.lookup(c), nullptr);
+	EXPECT_EQ(comms.lookup(w), nullptr);
+	EXPECT_EQ(wins.lookup(0), nullptr);
+	EXPECT_EQ(wins.lookup(w + (uintptr_t(1) << 20)), nullptr) << "index beyond any chunk";
+	EXPECT_EQ(wins.lookup(~uintptr_t(0)), nullptr);
+}
+
+TEST(HandleTableTest, PredefinedHandlesAreFixedAndCannotBeRemoved)
+{
+	HandleTable<Thing, HandleKind::Comm> table;
+	table.setPredefined(1, std::make_shared<Thing>(Thing{ 7 }));
+	uintptr_t h = reinterpret_cast<uintptr_t>(RMA_COMM_WORLD);
+	ASSERT_NE(table.lookup(h), nullptr);
+	EXPECT_EQ(table.lookup(h)->value, 7);
+	EXPECT_FALSE(table.remove(h));
+	EXPECT_NE(table.lookup(h), nullptr);
+}
+
+TEST(ErrorTest, CodesCarryClassAndMessage)
+{
+	int code = makeError(RMA_ERR_RMA_RANGE, "rma_put: target %d at %lld", 3, 4096LL);
+	EXPECT_EQ(errorClass(code), RMA_ERR_RMA_RANGE);
+	std::string msg = errorMessage(code);
+	EXPECT_NE(msg.find("RMA_ERR_RMA_RANGE"), std::string::npos) << msg;
+	EXPECT_NE(msg.find("rma_put: target 3 at 4096"), std::string::npos) << msg;
+	/* A bare class is its own code with the generic text. */
+	EXPECT_EQ(errorClass(RMA_ERR_WIN), RMA_ERR_WIN);
+	EXPECT_EQ(errorMessage(RMA_ERR_WIN), className(RMA_ERR_WIN));
+	EXPECT_EQ(errorClass(-1), -1);
+	EXPECT_EQ(errorClass(63), -1);
+}
+
+TEST(ErrorTest, ErrnoTextIsAppended)
+{
+	int code = makeErrnoError(RMA_ERR_NO_MEM, ENOMEM, "segment of %d bytes", 10);
+	EXPECT_NE(errorMessage(code).find("Cannot allocate memory"), std::string::npos);
+}
+
+TEST(ErrorTest, OldMessagesAgeOutToTheGenericText)
+{
+	int first = makeError(RMA_ERR_DISP, "first");
+	for (int i = 0; i < kMessages; ++i)
+		(void)makeError(RMA_ERR_ARG, "filler %d", i);
+	EXPECT_EQ(errorClass(first), RMA_ERR_DISP);
+	EXPECT_EQ(errorMessage(first), className(RMA_ERR_DISP));
+}
+
+TEST(GroupTest, RankOfTranslatesWorldRanks)
+{
+	Group g({ 5, 2, 9 });
+	EXPECT_EQ(g.size(), 3);
+	EXPECT_EQ(g.rankOf(5), 0);
+	EXPECT_EQ(g.rankOf(2), 1);
+	EXPECT_EQ(g.rankOf(9), 2);
+	EXPECT_EQ(g.rankOf(3), RMA_UNDEFINED);
+	EXPECT_EQ(g.worldRank(2), 9);
+}
+
+TEST(InfoTest, KeepsInsertionOrderAndReplaces)
+{
+	Info info;
+	info.set("b", "1");
+	info.set("a", "2");
+	info.set("b", "3");
+	ASSERT_EQ(info.entries().size(), 2u);
+	EXPECT_EQ(info.entries()[0].first, "b");
+	EXPECT_EQ(*info.get("b"), "3");
+	EXPECT_TRUE(info.erase("b"));
+	EXPECT_FALSE(info.erase("b"));
+	EXPECT_EQ(info.get("b"), nullptr);
+}
+
+} /* namespace */

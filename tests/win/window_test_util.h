@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the window suites: windows of every flavor, made the same way. */
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <rma/rma.h>
+
+#include "support/multiproc.h"
+
+namespace rmatest {
+
+using librma::test::runRanks;
+
+enum class Kind {
+	Allocate,
+	Shared,
+	SharedNoncontig,
+	CreatePlain,    /* rma_win_create over malloc'ed memory: cross-memory attach */
+	CreateAllocMem, /* rma_win_create over rma_alloc_mem memory: direct */
+	Dynamic,        /* attach malloc'ed memory */
+	DynamicAllocMem,
+};
+
+inline const char *kindName(Kind k)
+{
+	switch (k) {
+	case Kind::Allocate: return "Allocate";
+	case Kind::Shared: return "Shared";
+	case Kind::SharedNoncontig: return "SharedNoncontig";
+	case Kind::CreatePlain: return "CreatePlain";
+	case Kind::CreateAllocMem: return "CreateAllocMem";
+	case Kind::Dynamic: return "Dynamic";
+	case Kind::DynamicAllocMem: return "DynamicAllocMem";
+	}
+	return "?";
+}
+
+/*
+ * A window of @bytes per rank with @dispUnit. For dynamic windows, the
+ * memory is attached and `disps[r]` is what target_disp 0 means at rank r
+ * (its address); for the others disps[r] is 0.
+ */
+struct TestWindow {
+	rma_win win = RMA_WIN_NULL;
+	std::byte *local = nullptr;
+	std::vector<rma_aint> disps;
+	Kind kind = Kind::Allocate;
+	void *owned = nullptr; /* memory to release after free */
+	int dispUnit = 1;
+
+	/* Target displacement of element @index (in bytes / dispUnit units) at @rank. */
+	rma_aint disp(int rank, rma_aint unitIndex) const
+	{
+		if (kind == Kind::Dynamic || kind == Kind::DynamicAllocMem)
+			return disps[rank] + unitIndex * dispUnit;
+		return unitIndex;
+	}
+};
+
+/* Collective; returns false (with a gtest failure) when creation fails. */
+inline bool makeWindow(Kind kind, size_t bytes, int dispUnit, TestWindow &w, rma_info info = RMA_INFO_NULL)
+{
+	int rank = 0, size = 1;
+	rma_comm_rank(RMA_COMM_WORLD, &rank);
+	rma_comm_size(RMA_COMM_WORLD, &size);
+	w = TestWindow{};
+	w.kind = kind;
+	w.dispUnit = dispUnit;
+	w.disps.assign(size, 0);
+	int rc = RMA_SUCCESS;
+	void *base = nullptr;
+	switch (kind) {
+	case Kind::Allocate:
+		rc = rma_win_allocate(bytes, dispUnit, info, RMA_COMM_WORLD, &base, &w.win);
+		break;
+	case Kind::Shared:
+		rc = rma_win_allocate_shared(bytes, dispUnit, info, RMA_COMM_WORLD, &base, &w.win);
+		break;
+	case Kind::SharedNoncontig: {
+		rma_info i;
+		rma_info_create(&i);
+		rma_info_set(i, "alloc_shared_noncontig", "true");
+		rc = rma_win_allocate_shared(bytes, dispUnit, i, RMA_COMM_WORLD, &base, &w.win);
+		rma_info_free(&i);
+		break;
+	}
+	case Kind::CreatePlain:
+		base = std::calloc(1, bytes ? bytes : 1);
+		w.owned = base;
+		rc = rma_win_create(base, bytes, dispUnit, info, RMA_COMM_WORLD, &w.win);
+		break;
+	case Kind::CreateAllocMem:
+		EXPECT_EQ(rma_alloc_mem(bytes, RMA_INFO_NULL, &base), RMA_SUCCESS);
+		std::memset(base, 0, bytes);
+		rc = rma_win_create(base, bytes, dispUnit, info, RMA_COMM_WORLD, &w.win);
+		break;
+	case Kind::Dynamic:
+	case Kind::DynamicAllocMem: {
+		if (kind == Kind::Dynamic) {
+			base = std::calloc(1, bytes ? bytes : 1);
+			w.owned = base;
+		} else {
+			EXPECT_EQ(rma_alloc_mem(bytes, RMA_INFO_NULL, &base), RMA_SUCCESS);
+			std::memset(base, 0, bytes);
+		}
+		rc = rma_win_create_dynamic(info, RMA_COMM_WORLD, &w.win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_attach(w.win, base, bytes);
+		/* Everyone learns everyone's address through an allocate window. */
+		rma_win ex;
+		rma_aint *slots = nullptr;
+		EXPECT_EQ(rma_win_allocate(size * sizeof(rma_aint), sizeof(rma_aint), RMA_INFO_NULL, RMA_COMM_WORLD,
+					   &slots, &ex),
+			  RMA_SUCCESS);
+		rma_aint mine;
+		rma_get_address(base, &mine);
+		EXPECT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
+		for (int r = 0; r < size; ++r) {
+			EXPECT_EQ(rma_put(&mine, 1, RMA_AINT, r, rank, 1, RMA_AINT, ex), RMA_SUCCESS);
+		}
+		EXPECT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
+		for (int r = 0; r < size; ++r)
+			w.disps[r] = slots[r];
+		EXPECT_EQ(rma_win_free(&ex), RMA_SUCCESS);
+		break;
+	}
+	}
+	EXPECT_EQ(rc, RMA_SUCCESS) << kindName(kind);
+	if (rc != RMA_SUCCESS)
+		return false;
+	w.local = static_cast<std::byte *>(base);
+	rma_win_set_errhandler(w.win, RMA_ERRORS_RETURN);
+	return true;
+}
+
+inline void freeWindow(TestWindow &w)
+{
+	EXPECT_EQ(rma_win_free(&w.win), RMA_SUCCESS);
+	EXPECT_EQ(w.win, RMA_WIN_NULL);
+	if (w.kind == Kind::CreateAllocMem || w.kind == Kind::DynamicAllocMem) {
+		EXPECT_EQ(rma_free_mem(w.local), RMA_SUCCESS);
+	}
+	std::free(w.owned);
+}
+
+inline int errorClassOf(int code)
+{
+	int cls = -1;
+	rma_error_class(code, &cls);
+	return cls;
+}
+
+inline std::string errorText(int code)
+{
+	char buf[RMA_MAX_ERROR_STRING];
+	int len = 0;
+	rma_error_string(code, buf, &len);
+	return std::string(buf, len);
+}
+
+} /* namespace rmatest */
