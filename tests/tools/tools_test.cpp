@@ -88,8 +88,10 @@ TEST(InstallTest, OutOfTreeCProgramBuildsWithPkgConfigAndRunsUnderRmarun)
 	/* cc prog.c $(pkg-config --cflags --libs rma), with the staged root as sysroot. */
 	std::string pc = "PKG_CONFIG_PATH='" + pcdir + "' PKG_CONFIG_SYSROOT_DIR='" + dest + "' pkg-config";
 	std::string exe = dir.file("ring");
-	r = sh("cd '" + dir.path() + "' && cc -std=c11 -Wall -Werror '" + source + "/tests/programs/ring.c' $(" + pc +
-	       " --cflags --libs rma) -o '" + exe + "'");
+	std::string sanitize = env("RMA_SANITIZE");
+	std::string extra = sanitize.empty() || sanitize == "none" ? "" : " -fsanitize=" + sanitize;
+	r = sh("cd '" + dir.path() + "' && cc -std=c11 -Wall -Werror" + extra + " '" + source + "/tests/programs/ring.c' $(" +
+	       pc + " --cflags --libs rma) -o '" + exe + "'");
 	ASSERT_EQ(r.status, 0) << r.out << r.err;
 
 	r = sh("LD_LIBRARY_PATH='" + libdir + "' '" + rmarun + "' -n 4 '" + exe + "'", 60);
