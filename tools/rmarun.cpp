@@ -35,6 +35,8 @@ void printUsage(FILE *out)
 		     "                       NUMA node, nodes taken in turn) or none\n"
 		     "      --tag-output     prefix each line a rank prints with \"[rank] \"\n"
 		     "      --timeout SECS   stop the job after SECS seconds (status 124)\n"
+		     "      --keep-going     when a rank fails, let the others run on (their RMA\n"
+		     "                       calls involving it fail with RMA_ERR_PROC_FAILED)\n"
 		     "  -v, --verbose        report bindings and exits on stderr\n"
 		     "  -h, --help           show this help and exit\n"
 		     "      --version        show the version and exit\n"
@@ -63,12 +65,13 @@ void printUsage(FILE *out)
 
 int main(int argc, char **argv)
 {
-	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion };
+	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing };
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },
 		{ "bind", required_argument, nullptr, OptBind },
 		{ "tag-output", no_argument, nullptr, OptTagOutput },
 		{ "timeout", required_argument, nullptr, OptTimeout },
+		{ "keep-going", no_argument, nullptr, OptKeepGoing },
 		{ "verbose", no_argument, nullptr, 'v' },
 		{ "help", no_argument, nullptr, 'h' },
 		{ "version", no_argument, nullptr, OptVersion },
@@ -113,6 +116,9 @@ int main(int argc, char **argv)
 			options.timeoutSeconds = seconds;
 			break;
 		}
+		case OptKeepGoing:
+			options.keepGoing = true;
+			break;
 		case 'v':
 			options.verbose = true;
 			break;

@@ -658,6 +658,13 @@ void Job::onExit(int rank, int status)
 			say("rank %d stopped (wait status %#x)", rank, status);
 		return;
 	}
+	if (opts_.keepGoing) {
+		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (!status_)
+			status_ = code;
+		say("rank %d failed (status %d); the others go on (keep-going)", rank, code);
+		return;
+	}
 	if (WIFEXITED(status))
 		fail(WEXITSTATUS(status), SIGTERM, "rank %d exited with status %d; stopping the job", rank,
 		     WEXITSTATUS(status));

@@ -36,6 +36,13 @@ struct LaunchOptions {
 	const Topology *topology = nullptr;
 	/* Print what happens (binding, exits) to stderr. */
 	bool verbose = false;
+	/*
+	 * When a rank fails, keep the others running (its status still becomes
+	 * the job's): lets the survivors see RMA_ERR_PROC_FAILED instead of
+	 * being stopped. Abort, a signal to the launcher and the time limit
+	 * still stop the job.
+	 */
+	bool keepGoing = false;
 };
 
 /*

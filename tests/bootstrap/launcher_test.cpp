@@ -164,6 +164,27 @@ TEST_P(LauncherJobTest, AbortEndsTheJobWithItsCode)
 INSTANTIATE_TEST_SUITE_P(Watch, LauncherJobTest, testing::Values(false, true),
 			 [](const testing::TestParamInfo<bool> &info) { return info.param ? "Sigchld" : "Pidfd"; });
 
+/* keep-going: the survivors finish their work, and the failure is still the job's status. */
+TEST(LauncherTest, KeepGoingLetsSurvivorsFinishAndReportsTheFailure)
+{
+	LaunchOptions options;
+	options.nranks = 3;
+	options.bind = Bind::None;
+	options.keepGoing = true;
+	options.timeoutSeconds = 30;
+	options.childMain = [](int rank) -> int {
+		if (rank == 1)
+			raise(SIGKILL);
+		/* The survivors outlive rank 1 and exit normally. */
+		std::this_thread::sleep_for(std::chrono::milliseconds(200));
+		return 0;
+	};
+	auto start = Clock::now();
+	EXPECT_EQ(launch(options), 128 + SIGKILL);
+	EXPECT_GE(secondsSince(start), 0.2) << "the survivors were stopped early";
+	EXPECT_LT(secondsSince(start), 5);
+}
+
 TEST(LauncherTest, AbortWithZeroStillStopsEveryRank)
 {
 	auto start = Clock::now();

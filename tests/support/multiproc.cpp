@@ -42,6 +42,7 @@ int runRanks(int n, std::function<void(int rank)> body, RanksOptions opts)
 	options.timeoutSeconds = opts.timeoutSeconds;
 	options.topology = opts.topology;
 	options.verbose = opts.verbose;
+	options.keepGoing = opts.keepGoing;
 	options.childMain = [&body](int rank) {
 		/*
 		 * The rank is a fork of the test: failures the test had before

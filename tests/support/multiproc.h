@@ -26,6 +26,8 @@ struct RanksOptions {
 	/* Topology for Bind::Numa (nullptr: the host's). */
 	const Topology *topology = nullptr;
 	bool verbose = false;
+	/* A failed rank does not stop the others (LaunchOptions::keepGoing). */
+	bool keepGoing = false;
 };
 
 /*
