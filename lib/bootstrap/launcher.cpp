@@ -313,7 +313,6 @@ int Job::startRank(int rank, const Binding &binding, const std::vector<char *> &
 	UniqueFd mine(sv[0]), theirs(sv[1]);
 
 	UniqueFd readEnds[2], writeEnds[2];
-	int outputs[2] = { -1, -1 };
 	if (opts_.tagOutput) {
 		for (int stream = 0; stream < 2; ++stream) {
 			int p[2];
@@ -321,7 +320,6 @@ int Job::startRank(int rank, const Binding &binding, const std::vector<char *> &
 				return -errno;
 			readEnds[stream].reset(p[0]);
 			writeEnds[stream].reset(p[1]);
-			outputs[stream] = p[1];
 		}
 	}
 
@@ -345,8 +343,10 @@ int Job::startRank(int rank, const Binding &binding, const std::vector<char *> &
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &callerMask);
 	pid_t pid = fork();
-	if (pid == 0)
+	if (pid == 0) {
+		int outputs[2] = { writeEnds[0].get(), writeEnds[1].get() };
 		becomeRank(rank, theirs.get(), outputs, launcherFds, callerMask, binding, argv);
+	}
 	int forkErr = errno;
 	pthread_sigmask(SIG_SETMASK, &callerMask, nullptr);
 	if (pid < 0)
