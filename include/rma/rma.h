@@ -63,6 +63,9 @@ typedef struct rma_win_handle_ *rma_win;
 typedef struct rma_datatype_handle_ *rma_datatype;
 typedef struct rma_info_handle_ *rma_info;
 typedef struct rma_errhandler_handle_ *rma_errhandler;
+typedef struct rma_request_handle_ *rma_request;
+/* Status of a completed request (defined with the datatypes below). */
+typedef struct rma_status rma_status;
 
 /* Handle kinds (internal encoding, stable for the life of an ABI). */
 #define RMA_HANDLE_KIND_COMM_ 1u
@@ -71,6 +74,7 @@ typedef struct rma_errhandler_handle_ *rma_errhandler;
 #define RMA_HANDLE_KIND_DATATYPE_ 4u
 #define RMA_HANDLE_KIND_INFO_ 5u
 #define RMA_HANDLE_KIND_ERRHANDLER_ 6u
+#define RMA_HANDLE_KIND_REQUEST_ 7u
 #define RMA_PREDEFINED_(type, kind, index) \
 	((type)(uintptr_t)(((uint64_t)(kind) << 56) | (uint64_t)(index)))
 
@@ -84,6 +88,10 @@ typedef struct rma_errhandler_handle_ *rma_errhandler;
 #define RMA_WIN_NULL ((rma_win)0)
 #define RMA_INFO_NULL ((rma_info)0)
 #define RMA_INFO_ENV RMA_PREDEFINED_(rma_info, RMA_HANDLE_KIND_INFO_, 1)
+
+#define RMA_REQUEST_NULL ((rma_request)0)
+#define RMA_STATUS_IGNORE ((rma_status *)0)
+#define RMA_STATUSES_IGNORE ((rma_status *)0)
 
 #define RMA_ERRHANDLER_NULL ((rma_errhandler)0)
 /** Print the error's message and abort the job (the default). */
@@ -631,9 +639,160 @@ RMA_API int rma_win_fence(int assert, rma_win win);
 
 /**
  * @brief Synchronize the private and public copies of the window (a full
- *        memory barrier; librma windows are unified).
+ *        memory barrier; librma windows are unified). Valid in any epoch.
  */
 RMA_API int rma_win_sync(rma_win win);
+
+/* ------------------------------------------------------------------------ */
+/* Generalized active target (post / start / complete / wait)               */
+/*                                                                          */
+/* Signalling goes through per-pair counters in the window's control        */
+/* segment: post and start cost O(group size), never O(window size).        */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Open an exposure epoch for the members of @p group (local; does not wait).
+ *
+ * Origins in @p group may access this process's window after their
+ * matching rma_win_start(). @p assert: RMA_MODE_NOCHECK, NOSTORE, NOPUT.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_GROUP (a member is not in the
+ *         window); RMA_ERR_ASSERT; RMA_ERR_RMA_SYNC if an exposure epoch is
+ *         already open or a fence epoch with operations is.
+ */
+RMA_API int rma_win_post(rma_group group, int assert, rma_win win);
+
+/**
+ * @brief Open an access epoch to the members of @p group; waits until each
+ *        has posted an exposure epoch that includes this process (not with
+ *        RMA_MODE_NOCHECK, which asserts that the posts already happened).
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_GROUP; RMA_ERR_ASSERT;
+ *         RMA_ERR_RMA_SYNC if another access epoch is open;
+ *         RMA_ERR_PROC_FAILED if a target died while this process waited.
+ */
+RMA_API int rma_win_start(rma_group group, int assert, rma_win win);
+
+/**
+ * @brief Close the access epoch of rma_win_start(). On return every RMA
+ *        operation of the epoch is complete at the origin; each target sees
+ *        them once its rma_win_wait() (or a successful rma_win_test()) returns.
+ *        Does not wait for the targets.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC without a matching start.
+ */
+RMA_API int rma_win_complete(rma_win win);
+
+/**
+ * @brief Close the exposure epoch of rma_win_post(): waits until every origin
+ *        of the post group has called rma_win_complete(); their operations
+ *        are then visible in this window.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC without a matching post;
+ *         RMA_ERR_PROC_FAILED if an origin died while this process waited.
+ */
+RMA_API int rma_win_wait(rma_win win);
+
+/**
+ * @brief rma_win_wait() that does not block: *flag = 1 and the epoch closed
+ *        if every origin completed, else *flag = 0 and nothing changes.
+ * @return As rma_win_wait().
+ */
+RMA_API int rma_win_test(rma_win win, int *flag);
+
+/* ------------------------------------------------------------------------ */
+/* Passive target (lock / unlock / flush)                                   */
+/*                                                                          */
+/* Locks are words in the window's control segment, taken and released by  */
+/* the origin with atomic instructions: the target process never has to     */
+/* call librma. Exclusive lockers are preferred: a stream of shared lockers */
+/* cannot starve them. rma_win_lock_all costs one atomic, not one per rank. */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief Start an access epoch to @p rank under a shared or exclusive lock;
+ *        returns once the lock is held (immediately with RMA_MODE_NOCHECK,
+ *        which asserts that no conflicting lock is or will be requested).
+ *
+ * Several targets may be locked at once; one target only once.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_LOCKTYPE; RMA_ERR_RANK;
+ *         RMA_ERR_ASSERT; RMA_ERR_RMA_SYNC if @p rank is already locked by
+ *         this process, lock_all or a PSCW access epoch is open, a fence
+ *         epoch with operations is open, or the window has no_locks=true;
+ *         RMA_ERR_PROC_FAILED if a process died while this one waited.
+ */
+RMA_API int rma_win_lock(int lock_type, int rank, int assert, rma_win win);
+
+/**
+ * @brief Complete every operation to @p rank (at origin and target) and release its lock.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_SYNC if this
+ *         process does not hold a lock on @p rank.
+ */
+RMA_API int rma_win_unlock(int rank, rma_win win);
+
+/**
+ * @brief A shared lock on every rank of the window, in one atomic operation.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_ASSERT; RMA_ERR_RMA_SYNC if any
+ *         other access epoch is open or the window has no_locks=true;
+ *         RMA_ERR_PROC_FAILED as rma_win_lock().
+ */
+RMA_API int rma_win_lock_all(int assert, rma_win win);
+
+/** @brief Complete every operation and end the lock_all epoch. RMA_ERR_RMA_SYNC without lock_all. */
+RMA_API int rma_win_unlock_all(rma_win win);
+
+/**
+ * @brief Complete every operation this process issued to @p rank, at the
+ *        origin and at the target, without ending the epoch.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_SYNC if no
+ *         lock or lock_all epoch covers @p rank.
+ */
+RMA_API int rma_win_flush(int rank, rma_win win);
+/** @brief rma_win_flush() for every target. RMA_ERR_RMA_SYNC outside a passive-target epoch. */
+RMA_API int rma_win_flush_all(rma_win win);
+/** @brief Complete every operation to @p rank at the origin (buffers reusable). Errors as rma_win_flush(). */
+RMA_API int rma_win_flush_local(int rank, rma_win win);
+/** @brief rma_win_flush_local() for every target. */
+RMA_API int rma_win_flush_local_all(rma_win win);
+
+/* ------------------------------------------------------------------------ */
+/* Request-based operations (inside passive-target epochs only, as in MPI)  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * @brief rma_put() that also returns a request; it completes when the origin
+ *        buffer may be reused (rma_win_flush completes the operation at the
+ *        target). Errors as rma_put(), plus RMA_ERR_RMA_SYNC outside a lock or
+ *        lock_all epoch covering the target; RMA_ERR_ARG if @p request is NULL.
+ */
+RMA_API int rma_rput(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		     rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win,
+		     rma_request *request);
+
+/**
+ * @brief rma_get() that also returns a request; it completes when the data is
+ *        in the origin buffer. Errors as rma_rput().
+ */
+RMA_API int rma_rget(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+		     rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win,
+		     rma_request *request);
+
+/**
+ * @brief Wait for a request to complete and free it (*request becomes
+ *        RMA_REQUEST_NULL; waiting on RMA_REQUEST_NULL returns at once).
+ *        RMA requests carry no status information: @p status (may be
+ *        RMA_STATUS_IGNORE) is not written.
+ * @return RMA_SUCCESS; RMA_ERR_REQUEST for an invalid request.
+ */
+RMA_API int rma_wait(rma_request *request, rma_status *status);
+
+/** @brief Like rma_wait() without blocking: *flag = 1 (and the request freed) if complete. */
+RMA_API int rma_test(rma_request *request, int *flag, rma_status *status);
+
+/** @brief rma_wait() on each of @p count requests. RMA_ERR_REQUEST if any is invalid (none is freed then). */
+RMA_API int rma_waitall(int count, rma_request array_of_requests[], rma_status *array_of_statuses);
+
+/** @brief *flag = 1 and all freed if every request is complete; else *flag = 0 and none is freed. */
+RMA_API int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *array_of_statuses);
+
+/** @brief Free a request without waiting; the operation still completes with the epoch. */
+RMA_API int rma_request_free(rma_request *request);
 
 #ifdef __cplusplus
 }

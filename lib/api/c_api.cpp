@@ -996,3 +996,206 @@ RMA_EXPORT int rma_win_sync(rma_win win)
 		return invalidWin("rma_win_sync", win);
 	return w->sync();
 }
+
+/* ---- Synchronization beyond fence ------------------------------------------ */
+
+namespace {
+
+/* Calls of the form f(win) or f(x, win): look the window up, run, route errors. */
+template<typename Fn>
+int onWindow(const char *call, rma_win win, Fn &&fn)
+{
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin(call, win);
+	int rc = fn(*w);
+	if (rc != RMA_SUCCESS) [[unlikely]]
+		return winError(win, w, rc);
+	return RMA_SUCCESS;
+}
+
+template<typename Fn>
+int onWindowGroup(const char *call, rma_group group, rma_win win, Fn &&fn)
+{
+	return onWindow(call, win, [&](Window &w) {
+		Group *g = toGroup(group);
+		if (!g)
+			return makeError(RMA_ERR_GROUP, "%s: not a valid group", call);
+		return fn(w, *g);
+	});
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_win_post(rma_group group, int assert, rma_win win)
+{
+	return onWindowGroup("rma_win_post", group, win, [&](Window &w, Group &g) { return w.post(g, assert); });
+}
+
+RMA_EXPORT int rma_win_start(rma_group group, int assert, rma_win win)
+{
+	return onWindowGroup("rma_win_start", group, win, [&](Window &w, Group &g) { return w.start(g, assert); });
+}
+
+RMA_EXPORT int rma_win_complete(rma_win win)
+{
+	return onWindow("rma_win_complete", win, [](Window &w) { return w.complete(); });
+}
+
+RMA_EXPORT int rma_win_wait(rma_win win)
+{
+	return onWindow("rma_win_wait", win, [](Window &w) { return w.wait(); });
+}
+
+RMA_EXPORT int rma_win_test(rma_win win, int *flag)
+{
+	return onWindow("rma_win_test", win, [&](Window &w) {
+		if (!flag)
+			return makeError(RMA_ERR_ARG, "rma_win_test: flag is NULL");
+		return w.test(flag);
+	});
+}
+
+RMA_EXPORT int rma_win_lock(int lock_type, int rank, int assert, rma_win win)
+{
+	return onWindow("rma_win_lock", win, [&](Window &w) { return w.lock(lock_type, rank, assert); });
+}
+
+RMA_EXPORT int rma_win_unlock(int rank, rma_win win)
+{
+	return onWindow("rma_win_unlock", win, [&](Window &w) { return w.unlock(rank); });
+}
+
+RMA_EXPORT int rma_win_lock_all(int assert, rma_win win)
+{
+	return onWindow("rma_win_lock_all", win, [&](Window &w) { return w.lockAll(assert); });
+}
+
+RMA_EXPORT int rma_win_unlock_all(rma_win win)
+{
+	return onWindow("rma_win_unlock_all", win, [](Window &w) { return w.unlockAll(); });
+}
+
+RMA_EXPORT int rma_win_flush(int rank, rma_win win)
+{
+	return onWindow("rma_win_flush", win, [&](Window &w) { return w.flush("rma_win_flush", rank); });
+}
+
+RMA_EXPORT int rma_win_flush_all(rma_win win)
+{
+	return onWindow("rma_win_flush_all", win, [](Window &w) { return w.flushAll("rma_win_flush_all"); });
+}
+
+RMA_EXPORT int rma_win_flush_local(int rank, rma_win win)
+{
+	return onWindow("rma_win_flush_local", win, [&](Window &w) { return w.flush("rma_win_flush_local", rank); });
+}
+
+RMA_EXPORT int rma_win_flush_local_all(rma_win win)
+{
+	return onWindow("rma_win_flush_local_all", win,
+			[](Window &w) { return w.flushAll("rma_win_flush_local_all"); });
+}
+
+/* ---- Requests --------------------------------------------------------------- */
+
+namespace {
+
+/*
+ * Operations to same-host targets complete when their call returns, so
+ * their requests are born complete: one predefined handle stands for all of
+ * them and costs no allocation. Requests of queued operations (accumulates
+ * through the progress ring) will be real objects.
+ */
+const rma_request kCompleteRequest = RMA_PREDEFINED_(rma_request, RMA_HANDLE_KIND_REQUEST_, 1);
+
+bool validRequest(rma_request r)
+{
+	return r == RMA_REQUEST_NULL || r == kCompleteRequest;
+}
+
+[[gnu::cold]] int invalidRequest(const char *call, int index)
+{
+	return selfError(index < 0 ? makeError(RMA_ERR_REQUEST, "%s: not a valid request", call)
+				   : makeError(RMA_ERR_REQUEST, "%s: request %d is not a valid request", call, index));
+}
+
+template<bool Put>
+int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+	      rma_datatype ttype, rma_win win, rma_request *request)
+{
+	return onWindow(call, win, [&](Window &w) {
+		if (!request)
+			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
+		RMA_TRY(w.checkRequestEpoch(call, target));
+		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
+		*request = kCompleteRequest;
+		return RMA_SUCCESS;
+	});
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_rput(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win,
+			rma_request *request)
+{
+	return requestOp<true>("rma_rput", const_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank,
+			       target_disp, target_count, target_datatype, win, request);
+}
+
+RMA_EXPORT int rma_rget(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win,
+			rma_request *request)
+{
+	return requestOp<false>("rma_rget", origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+				target_count, target_datatype, win, request);
+}
+
+RMA_EXPORT int rma_wait(rma_request *request, rma_status *)
+{
+	if (!request || !validRequest(*request))
+		return invalidRequest("rma_wait", -1);
+	*request = RMA_REQUEST_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_test(rma_request *request, int *flag, rma_status *)
+{
+	if (!request || !validRequest(*request))
+		return invalidRequest("rma_test", -1);
+	if (!flag)
+		return nullArg("rma_test", "flag");
+	*request = RMA_REQUEST_NULL;
+	*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_waitall(int count, rma_request array_of_requests[], rma_status *)
+{
+	if (count < 0 || (count > 0 && !array_of_requests))
+		return selfError(makeError(RMA_ERR_ARG, "rma_waitall: count %d or the request array is invalid", count));
+	for (int i = 0; i < count; ++i)
+		if (!validRequest(array_of_requests[i]))
+			return invalidRequest("rma_waitall", i);
+	for (int i = 0; i < count; ++i)
+		array_of_requests[i] = RMA_REQUEST_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *statuses)
+{
+	if (!flag)
+		return nullArg("rma_testall", "flag");
+	RMA_TRY(rma_waitall(count, array_of_requests, statuses));
+	*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_request_free(rma_request *request)
+{
+	if (!request || !validRequest(*request))
+		return invalidRequest("rma_request_free", -1);
+	*request = RMA_REQUEST_NULL;
+	return RMA_SUCCESS;
+}

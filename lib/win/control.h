@@ -7,16 +7,38 @@
  *
  * Layout (pinned by static_asserts; a magic and a version come first):
  *   ControlHeader                      128 B
- *   RankSlot[nranks]                   128 B each: words written by rank i
+ *   GlobalLocks                        128 B  the lock_all word
+ *   RankSlot[nranks]                   256 B each: rank i's barrier and lock words
+ *   PscwRow posted[nranks]             row o: posts each target made to origin o
+ *   PscwRow completed[nranks]          row t: completes each origin made to target t
  *   AttachTable[nranks]                dynamic windows only
  *
- * Every word is written by one process only (its owner) and read by the
- * others, so no line is written from two sides.
+ * Barrier counters and PSCW counters are written by one process only and
+ * read by the others. Lock words are the exception: every origin that locks
+ * a target updates that target's word with atomic read-modify-writes.
+ *
+ * Lock protocol (passive target, no call from the target process):
+ *   LockWord of target t, 64 bits:  [63..48] exclusive holder rank + 1 (0: none)
+ *                                   [47..32] exclusive waiters
+ *                                   [31..0]  shared holders
+ *   shared:    CAS +1 while holder and waiters are 0 (writer preference: a
+ *              stream of shared lockers cannot starve an exclusive one);
+ *              release: fetch_sub 1.
+ *   exclusive: GlobalLocks.exclusive += 1 and wait for GlobalLocks.lockAll
+ *              to drain (lock_all holds a shared lock on every target at
+ *              once); then waiters += 1 on t, and CAS (waiters - 1, holder
+ *              = me + 1) once shared holders and holder are 0; release:
+ *              clear the holder, then GlobalLocks.exclusive -= 1.
+ *   lock_all:  CAS GlobalLocks.lockAll += 1 while GlobalLocks.exclusive is
+ *              0: one atomic, whatever the number of ranks.
+ * Every acquiring RMW is acquire and every releasing one is release: they
+ * order the RMA stores of successive lock holders.
  */
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 
 #include "common/cache.h"
@@ -35,15 +57,50 @@ struct alignas(kFalseSharingPad) ControlHeader {
 };
 static_assert(sizeof(ControlHeader) == kFalseSharingPad);
 
+/* The window-wide word behind lock_all: [63..32] exclusive lockers active, [31..0] lock_all holders. */
+struct alignas(kFalseSharingPad) GlobalLocks {
+	std::atomic<uint64_t> word;
+};
+static_assert(sizeof(GlobalLocks) == kFalseSharingPad);
+
 struct alignas(kFalseSharingPad) RankSlot {
 	/*
 	 * Number of barriers (fence, free) this rank has entered. Written by
 	 * the owner with release, read by peers with acquire.
 	 */
 	std::atomic<uint64_t> barrier;
+	/* The lock word of this rank as a target (see the protocol above); on its own line. */
+	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 };
-static_assert(sizeof(RankSlot) == kFalseSharingPad);
+static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
+static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+namespace lockword {
+inline constexpr uint64_t kShared = 1;
+inline constexpr uint64_t kSharedMask = 0xffffffffull;
+inline constexpr uint64_t kWaiter = 1ull << 32;
+inline constexpr uint64_t kWaiterMask = 0xffffull << 32;
+inline constexpr int kHolderShift = 48;
+inline constexpr uint64_t kHolderMask = 0xffffull << 48;
+inline constexpr uint64_t kMaxRanks = 0xffff - 1;
+/* GlobalLocks.word */
+inline constexpr uint64_t kLockAll = 1;
+inline constexpr uint64_t kLockAllMask = 0xffffffffull;
+inline constexpr uint64_t kExclusive = 1ull << 32;
+} /* namespace lockword */
+
+/*
+ * A row of PSCW counters (uint32, one per rank), padded to whole lines.
+ * posted[o][t] is written by target t only (the number of posts it made to
+ * o, release), read by origin o (acquire) in start; completed[t][o] is
+ * written by origin o only (its completes to t, release), read by t in
+ * wait/test (acquire). Counters wrap; compare with (int32_t)(a - b) >= 0.
+ */
+inline std::size_t pscwRowBytes(uint32_t nranks)
+{
+	return (nranks * sizeof(uint32_t) + kFalseSharingPad - 1) / kFalseSharingPad * kFalseSharingPad;
+}
 
 /* One region attached to a dynamic window. */
 struct AttachEntry {
@@ -70,16 +127,26 @@ struct alignas(kFalseSharingPad) AttachTable {
 	AttachEntry entries[kMaxAttach];
 };
 
-inline std::size_t controlSize(uint32_t nranks, bool dynamic)
-{
-	return sizeof(ControlHeader) + nranks * sizeof(RankSlot) + (dynamic ? nranks * sizeof(AttachTable) : 0);
-}
+/* Where each part of the control segment starts. */
+struct ControlLayout {
+	std::size_t globals;
+	std::size_t slots;
+	std::size_t posted;
+	std::size_t completed;
+	std::size_t attach;
+	std::size_t size;
+
+	ControlLayout(uint32_t nranks, bool dynamic)
+	{
+		globals = sizeof(ControlHeader);
+		slots = globals + sizeof(GlobalLocks);
+		posted = slots + nranks * sizeof(RankSlot);
+		completed = posted + nranks * pscwRowBytes(nranks);
+		attach = completed + nranks * pscwRowBytes(nranks);
+		size = attach + (dynamic ? nranks * sizeof(AttachTable) : 0);
+	}
+};
 
 inline ControlHeader *controlHeader(std::byte *base) { return reinterpret_cast<ControlHeader *>(base); }
-inline RankSlot *rankSlots(std::byte *base) { return reinterpret_cast<RankSlot *>(base + sizeof(ControlHeader)); }
-inline AttachTable *attachTables(std::byte *base, uint32_t nranks)
-{
-	return reinterpret_cast<AttachTable *>(base + sizeof(ControlHeader) + nranks * sizeof(RankSlot));
-}
 
 } /* namespace librma */

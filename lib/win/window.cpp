@@ -160,6 +160,9 @@ int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const
 	int status = win->hints_.parse(call, info);
 	if (status == RMA_SUCCESS && size < 0)
 		status = makeError(RMA_ERR_SIZE, "%s: size %lld is negative", call, static_cast<long long>(size));
+	if (status == RMA_SUCCESS && static_cast<uint64_t>(win->comm_->size()) > lockword::kMaxRanks)
+		status = makeError(RMA_ERR_COMM, "%s: windows span at most %llu ranks, not %d", call,
+				   static_cast<unsigned long long>(lockword::kMaxRanks), win->comm_->size());
 	if (status == RMA_SUCCESS && dispUnit <= 0)
 		status = makeError(RMA_ERR_DISP, "%s: disp_unit %d must be positive", call, dispUnit);
 	if (status == RMA_SUCCESS && flavor == Flavor::Create && size > 0 && base == nullptr)
@@ -292,7 +295,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	/* The control segment, made by rank 0. */
 	if (me == 0 && status == RMA_SUCCESS) {
 		SegmentOptions options;
-		options.size = controlSize(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		options.size = ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size;
 		options.hugePages = HugePages::Off;
 		options.name = "rma-win-control";
 		auto seg = Segment::create(options);
@@ -389,7 +392,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		/* Rank 0 passed its memory fd (if any) first, then the control fd. */
 		int fdIndex = firstFd[0] + (all[0].mapSize > 0 ? 1 : 0);
 		auto seg = Segment::attach(std::move(out.fds[fdIndex]),
-					   controlSize(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic), false);
+					   ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size, false);
 		if (!seg)
 			return seg.code();
 		control_ = std::move(seg.value());
@@ -400,9 +403,18 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	}
 	control_.closeFd();
 	own_.closeFd();
-	slots_ = rankSlots(control_.data());
+	const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+	globalLocks_ = reinterpret_cast<GlobalLocks *>(control_.data() + layout.globals);
+	slots_ = reinterpret_cast<RankSlot *>(control_.data() + layout.slots);
+	pscwPosted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.posted);
+	pscwCompleted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.completed);
+	pscwRow_ = pscwRowBytes(static_cast<uint32_t>(n)) / sizeof(uint32_t);
 	if (flavor_ == Flavor::Dynamic)
-		attach_ = attachTables(control_.data(), static_cast<uint32_t>(n));
+		attach_ = reinterpret_cast<AttachTable *>(control_.data() + layout.attach);
+	access_.assign(n, 0);
+	locks_.assign(n, 0);
+	postsConsumed_.assign(n, 0);
+	completesExpected_.assign(n, 0);
 
 	localBase_ = targets_[me].reach == Reach::Direct ? targets_[me].base : nullptr;
 	if (flavor_ == Flavor::Create)
@@ -427,6 +439,9 @@ void Window::abandon()
 
 int Window::free()
 {
+	if (passiveOrPscwOpen())
+		return makeError(RMA_ERR_RMA_SYNC, "rma_win_free: window '%s' still has %s open; close it first",
+				 name.c_str(), describeEpochs().c_str());
 	if (pendingOps_)
 		return makeError(RMA_ERR_RMA_SYNC,
 				 "rma_win_free: window '%s' has RMA operations that no synchronization has completed "

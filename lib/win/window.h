@@ -33,6 +33,7 @@
 #include "core/core.h"
 #include "datatype/datatype.h"
 #include "numa/topology.h"
+#include "common/spin_wait.h"
 #include "shm/segment.h"
 #include "win/control.h"
 
@@ -104,8 +105,8 @@ public:
 	int access(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		   rma_datatype ttype)
 	{
-		if (fenceEpoch_ && otype == ttype && ocount == tcount &&
-		    static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size()) [[likely]] {
+		if (otype == ttype && ocount == tcount && static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size() &&
+		    (allAccess_ || access_[target])) [[likely]] {
 			const Datatype *type = predefinedDatatype(otype);
 			const TargetView &t = targets_[target];
 			rma_aint offset;
@@ -137,9 +138,25 @@ public:
 	[[gnu::noinline]] int get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 				  rma_datatype ttype);
 
-	/* Synchronization. */
+	/* Synchronization: active target. */
 	int fence(int assert);
+	int post(const Group &group, int assert);
+	int start(const Group &group, int assert);
+	int complete();
+	int wait();
+	int test(int *flag);
+
+	/* Synchronization: passive target. */
+	int lock(int lockType, int target, int assert);
+	int unlock(int target);
+	int lockAll(int assert);
+	int unlockAll();
+	int flush(const char *call, int target); /* also flush_local: completion is the same here */
+	int flushAll(const char *call);
 	int sync();
+
+	/* rput/rget: only inside a passive-target epoch that covers @target. */
+	int checkRequestEpoch(const char *call, int target) const;
 
 	/* Dynamic windows. */
 	int attach(void *base, rma_aint size);
@@ -174,6 +191,18 @@ private:
 	int build(int status, void *base, rma_aint size, int dispUnit);
 	int barrier(const char *call);
 	int checkAccess(const char *call, int target);
+	/* Wait until @ready() holds, watching @peer (or, if -1, every member) for death. */
+	template<typename Ready>
+	int waitUntil(const char *call, const char *what, int peer, Ready &&ready);
+	int checkAlive(const char *call, const char *what, int peer);
+	int acquireLock(const char *call, int target, bool exclusive);
+	void releaseLock(int target, bool exclusive);
+	int translateGroup(const char *call, const Group &group, std::vector<int> &out) const;
+	void completeLocally();
+	bool passiveOrPscwOpen() const { return locksHeld_ > 0 || lockAll_ != 0 || started_ || exposed_; }
+	std::string describeEpochs() const;
+	uint32_t *postedRow(int origin) const { return pscwPosted_ + static_cast<size_t>(origin) * pscwRow_; }
+	uint32_t *completedRow(int target) const { return pscwCompleted_ + static_cast<size_t>(target) * pscwRow_; }
 	int checkTarget(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
 	int resolveDynamic(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
 	int transfer(const char *call, const TargetView &view, void *origin, rma_count bytes, bool toTarget);
@@ -191,7 +220,11 @@ private:
 	Segment own_;                  /* memory this rank created (allocate, shared rank 0) */
 	std::vector<Segment> mapped_;  /* peers' segments mapped here */
 	Segment control_;
+	GlobalLocks *globalLocks_ = nullptr;
 	RankSlot *slots_ = nullptr;
+	uint32_t *pscwPosted_ = nullptr;
+	uint32_t *pscwCompleted_ = nullptr;
+	size_t pscwRow_ = 0;            /* uint32 counters per PSCW row */
 	AttachTable *attach_ = nullptr; /* dynamic: every rank's table */
 
 	/* Dynamic windows: peers' rma_alloc_mem segments mapped on first use. */
@@ -201,9 +234,25 @@ private:
 	};
 	std::map<std::pair<int, uint64_t>, DynamicMapping> dynamicMaps_;
 
-	/* Epoch state (fence only so far). */
-	bool fenceEpoch_ = false;   /* a fence opened an access/exposure epoch */
-	bool pendingOps_ = false;   /* operations issued since the last synchronization */
+	/*
+	 * Epoch state of this process on this window. Access: every target
+	 * (allAccess_: a fence epoch or lock_all) or some (access_[t]: a lock
+	 * or a PSCW start). Exposure: a PSCW post.
+	 */
+	enum LockBits : uint8_t { kLockShared = 1, kLockExclusive = 2, kLockNoCheck = 4 };
+	bool allAccess_ = false;
+	bool fenceEpoch_ = false;     /* a fence opened an epoch (no NOSUCCEED) */
+	std::vector<uint8_t> access_; /* per target */
+	std::vector<uint8_t> locks_;  /* per target: LockBits */
+	int locksHeld_ = 0;
+	uint8_t lockAll_ = 0;         /* 0, or kLockShared | (kLockNoCheck) */
+	bool started_ = false;
+	std::vector<int> startGroup_;
+	std::vector<uint32_t> postsConsumed_;     /* per target: posts matched by our starts */
+	bool exposed_ = false;
+	std::vector<int> postGroup_;
+	std::vector<uint32_t> completesExpected_; /* per origin */
+	bool pendingOps_ = false;    /* operations issued since the last synchronization */
 	bool pendingStores_ = false; /* some of them stored through memcpy */
 	uint64_t barriers_ = 0;
 
@@ -224,6 +273,29 @@ inline HandleTable<Window, HandleKind::Win> &windowTable()
 inline Window *toWindow(rma_win handle)
 {
 	return windowTable().lookup(reinterpret_cast<uintptr_t>(handle));
+}
+
+/*
+ * Spin (then yield) until @ready() holds. Once the wait is long (past the
+ * spinning phase) the ranks that could release it are checked for death
+ * every 1024 rounds: @peer, or every member if @peer is -1. This is the
+ * slow path only; a wait that ends while spinning makes no system call.
+ */
+template<typename Ready>
+inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready)
+{
+	for (SpinWait wait; !ready(); wait.once()) {
+		if (wait.count() < SpinWait::kSpins || (wait.count() & 0x3ff) != 0)
+			continue;
+		if (peer >= 0) {
+			RMA_TRY(checkAlive(call, what, peer));
+			continue;
+		}
+		for (int r = 0; r < size(); ++r)
+			if (r != rank())
+				RMA_TRY(checkAlive(call, what, r));
+	}
+	return RMA_SUCCESS;
 }
 
 } /* namespace librma */

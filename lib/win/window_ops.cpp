@@ -7,7 +7,6 @@
  * that formats a message is in a cold function.
  */
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -47,15 +46,19 @@ constexpr int kAllModes = RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT |
 
 int Window::checkAccess(const char *call, int target)
 {
-	if (!fenceEpoch_) [[unlikely]]
-		return makeError(RMA_ERR_RMA_SYNC,
-				 "%s: no access epoch is open on window '%s' (start one with rma_win_fence; a fence "
-				 "with RMA_MODE_NOSUCCEED closes it)",
-				 call, name.c_str());
-	if (static_cast<unsigned>(target) >= targets_.size() && target != RMA_PROC_NULL) [[unlikely]]
+	if (target == RMA_PROC_NULL) {
+		if (allAccess_ || locksHeld_ || started_)
+			return RMA_SUCCESS;
+	} else if (static_cast<unsigned>(target) >= targets_.size()) [[unlikely]] {
 		return makeError(RMA_ERR_RANK, "%s: target rank %d is not in window '%s' (ranks 0..%zu)", call, target,
 				 name.c_str(), targets_.size() - 1);
-	return RMA_SUCCESS;
+	} else if (allAccess_ || access_[target]) [[likely]] {
+		return RMA_SUCCESS;
+	}
+	return makeError(RMA_ERR_RMA_SYNC,
+			 "%s: no access epoch covers target rank %d of window '%s' (open: %s; start one with "
+			 "rma_win_fence, rma_win_start, rma_win_lock or rma_win_lock_all)",
+			 call, target, name.c_str(), describeEpochs().c_str());
 }
 
 namespace {
@@ -265,7 +268,6 @@ int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_ai
 int Window::barrier(const char *call)
 {
 	const int me = comm_->rank();
-	const int n = comm_->size();
 	const uint64_t epoch = ++barriers_;
 	/*
 	 * Release: pairs with the acquire loads below in every peer. Publishes
@@ -273,18 +275,13 @@ int Window::barrier(const char *call)
 	 * peers' memory and its own local stores to its window.
 	 */
 	slots_[me].barrier.store(epoch, std::memory_order_release);
-	for (int r = 0; r < n; ++r) {
+	for (int r = 0; r < comm_->size(); ++r) {
 		if (r == me)
 			continue;
-		SpinWait wait;
+		std::atomic<uint64_t> &theirs = slots_[r].barrier;
 		/* Acquire: pairs with the release store above in rank r. */
-		while (slots_[r].barrier.load(std::memory_order_acquire) < epoch) {
-			wait.once();
-			if ((wait.count() & 0x3fff) == 0 && kill(targets_[r].pid, 0) != 0 && errno == ESRCH)
-				return makeError(RMA_ERR_PROC_FAILED,
-						 "%s: rank %d (pid %d) of window '%s' died before reaching the barrier",
-						 call, r, static_cast<int>(targets_[r].pid), name.c_str());
-		}
+		RMA_TRY(waitUntil(call, "a barrier", r,
+				  [&theirs, epoch] { return theirs.load(std::memory_order_acquire) >= epoch; }));
 	}
 	return RMA_SUCCESS;
 }
@@ -293,24 +290,18 @@ int Window::fence(int assert)
 {
 	if (assert & ~kAllModes)
 		return makeError(RMA_ERR_ASSERT, "rma_win_fence: assert %#x has bits that are not RMA_MODE_* flags", assert);
+	if (passiveOrPscwOpen())
+		return makeError(RMA_ERR_RMA_SYNC, "rma_win_fence: window '%s' has %s open; a fence cannot be called inside it",
+				 name.c_str(), describeEpochs().c_str());
 	if ((assert & RMA_MODE_NOPRECEDE) && pendingOps_)
 		return makeError(RMA_ERR_RMA_SYNC,
 				 "rma_win_fence: RMA_MODE_NOPRECEDE asserted on window '%s', but this process issued "
 				 "RMA operations since the last fence",
 				 name.c_str());
-	/*
-	 * memcpy may use non-temporal stores for large copies; they are not
-	 * ordered by the release store in barrier(), an sfence is.
-	 */
-	if (pendingStores_) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_sfence();
-#endif
-	}
+	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));
-	pendingOps_ = false;
-	pendingStores_ = false;
 	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);
+	allAccess_ = fenceEpoch_;
 	return RMA_SUCCESS;
 }
 

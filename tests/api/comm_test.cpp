@@ -16,7 +16,7 @@ namespace {
 
 TEST(EnvironmentTest, SingletonWithoutLauncher)
 {
-	EXPECT_EQ(runRanks(1, [](int) {
+	EXPECT_RANKS_PASS(runRanks(1, [](int) {
 			  int flag = -1;
 			  rma_initialized(&flag);
 			  EXPECT_EQ(flag, 0);
@@ -44,13 +44,12 @@ TEST(EnvironmentTest, SingletonWithoutLauncher)
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 			  rma_finalized(&flag);
 			  EXPECT_EQ(flag, 1);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(CommTest, SplitDupAndGroups)
 {
-	EXPECT_EQ(runRanks(4, [](int) {
+	EXPECT_RANKS_PASS(runRanks(4, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank, size;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -134,13 +133,12 @@ TEST(CommTest, SplitDupAndGroups)
 			  rma_comm world = RMA_COMM_WORLD;
 			  EXPECT_EQ(errorClassOf(rma_comm_free(&world)), RMA_ERR_COMM);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(InfoApiTest, SetGetDeleteDupAndLimits)
 {
-	EXPECT_EQ(runRanks(1, [](int) {
+	EXPECT_RANKS_PASS(runRanks(1, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  rma_comm_set_errhandler(RMA_COMM_SELF, RMA_ERRORS_RETURN);
 			  rma_info info;
@@ -197,8 +195,7 @@ TEST(InfoApiTest, SetGetDeleteDupAndLimits)
 			  EXPECT_NE(std::string(text).find("synchronization"), std::string::npos);
 			  EXPECT_EQ(rma_error_string(-3, text, &tl), RMA_ERR_ARG);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 } /* namespace */

@@ -87,3 +87,13 @@ CapturedStdio captureStdio(const std::function<void()> &fn);
 int exitStatus(int waitStatus);
 
 } /* namespace librma::test */
+
+/*
+ * EXPECT_RANKS_PASS(runRanks(...)): the job passed. (EXPECT_EQ on the call
+ * itself would print the whole lambda when it fails.)
+ */
+#define EXPECT_RANKS_PASS(job)                                                            \
+	do {                                                                              \
+		int rma_ranks_status_ = (job);                                            \
+		EXPECT_EQ(rma_ranks_status_, 0) << "a rank failed: its output is above";  \
+	} while (0)

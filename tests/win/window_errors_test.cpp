@@ -29,7 +29,7 @@ namespace {
 
 TEST(WindowErrorsTest, BadArgumentsOfPutAndGet)
 {
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -101,13 +101,12 @@ TEST(WindowErrorsTest, BadArgumentsOfPutAndGet)
 			  EXPECT_CLASS(rma_put(v, 1, RMA_INT, 0, 0, 1, RMA_INT, stale), RMA_ERR_WIN);
 			  EXPECT_CLASS(rma_win_free(&stale), RMA_ERR_WIN);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(WindowErrorsTest, BadCreationArgumentsFailOnEveryRankWithoutHanging)
 {
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -162,8 +161,7 @@ TEST(WindowErrorsTest, BadCreationArgumentsFailOnEveryRankWithoutHanging)
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  EXPECT_CLASS(rma_free_mem(plain), RMA_ERR_BASE);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 /* The default handler is fatal: the job stops with the error class as its status. */
@@ -194,7 +192,7 @@ void countingHandler(rma_win *win, int *code, ...)
 
 TEST(WindowErrorsTest, UserHandlerIsCalledWithTheCode)
 {
-	EXPECT_EQ(runRanks(1, [](int) {
+	EXPECT_RANKS_PASS(runRanks(1, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  rma_errhandler eh;
 			  ASSERT_EQ(rma_win_create_errhandler(countingHandler, &eh), RMA_SUCCESS);
@@ -214,13 +212,12 @@ TEST(WindowErrorsTest, UserHandlerIsCalledWithTheCode)
 			  ASSERT_EQ(rma_errhandler_free(&got), RMA_SUCCESS);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(WindowErrorsTest, AttributesAndInfo)
 {
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  rma_info info;
 			  rma_info_create(&info);
@@ -276,8 +273,7 @@ TEST(WindowErrorsTest, AttributesAndInfo)
 			  EXPECT_EQ(std::string(name, len).rfind("win#", 0), 0u);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 /* Reads a /proc/meminfo field in kB. */
@@ -328,7 +324,7 @@ TEST(WindowMemoryTest, HugeAndPlainPagesAreBothUsedAndReported)
 	if (!pool.ok())
 		GTEST_SKIP() << "the kernel would not reserve 8 huge pages";
 	long freeBefore = meminfo("HugePages_Free");
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  rma_comm_set_errhandler(RMA_COMM_WORLD, RMA_ERRORS_RETURN);
 			  rma_info info;
@@ -369,8 +365,7 @@ TEST(WindowMemoryTest, HugeAndPlainPagesAreBothUsedAndReported)
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  rma_info_free(&info);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 	/* Every huge page is back in the pool. */
 	EXPECT_EQ(meminfo("HugePages_Free"), freeBefore);
 }
@@ -379,7 +374,7 @@ TEST(WindowMemoryTest, PlainPagesWhenThePoolIsEmpty)
 {
 	if (meminfo("HugePages_Free") > 0)
 		GTEST_SKIP() << "the host has free huge pages";
-	EXPECT_EQ(runRanks(1, [](int) {
+	EXPECT_RANKS_PASS(runRanks(1, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  rma_comm_set_errhandler(RMA_COMM_WORLD, RMA_ERRORS_RETURN);
 			  rma_info info;
@@ -400,8 +395,7 @@ TEST(WindowMemoryTest, PlainPagesWhenThePoolIsEmpty)
 			  rma_info_free(&used);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 } /* namespace */

@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(AllFlavors, FlavorTest,
 /* Each rank exposes a different size with a different disp_unit. */
 TEST(WindowTest, PerRankSizesAndDispUnits)
 {
-	EXPECT_EQ(runRanks(4, [](int) {
+	EXPECT_RANKS_PASS(runRanks(4, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank, size;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -201,13 +201,12 @@ TEST(WindowTest, PerRankSizesAndDispUnits)
 			  EXPECT_EQ(*unitAttr, unit);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(WindowTest, ZeroSizeWindows)
 {
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -246,14 +245,14 @@ TEST(WindowTest, ZeroSizeWindows)
 			  EXPECT_EQ(qbase, nullptr);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 TEST(WindowTest, SharedQueryGivesLoadableContiguousMemory)
 {
 	for (bool noncontig : { false, true }) {
-		EXPECT_EQ(runRanks(4, [noncontig](int) {
+		SCOPED_TRACE(noncontig ? "noncontig" : "contiguous");
+		EXPECT_RANKS_PASS(runRanks(4, [noncontig](int) {
 				  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 				  int rank, size;
 				  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -288,15 +287,13 @@ TEST(WindowTest, SharedQueryGivesLoadableContiguousMemory)
 				  ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, win), RMA_SUCCESS);
 				  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 				  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-			  }),
-			  0)
-			<< (noncontig ? "noncontig" : "contiguous");
+			  }));
 	}
 }
 
 TEST(WindowTest, DynamicAttachDetachSeveralRegions)
 {
-	EXPECT_EQ(runRanks(2, [](int) {
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			  int rank;
 			  rma_comm_rank(RMA_COMM_WORLD, &rank);
@@ -360,8 +357,7 @@ TEST(WindowTest, DynamicAttachDetachSeveralRegions)
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_free_mem(c), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-		  }),
-		  0);
+		  }));
 }
 
 } /* namespace */

@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Synchronization other than fence: passive target (lock, lock_all, flush)
+ * and generalized active target (post, start, complete, wait, test), all
+ * through words of the window's control segment (see control.h for the
+ * lock protocol). Nothing here waits for the target process to call
+ * librma: a target that computes and never calls in is truly passive.
+ *
+ * RMA operations to Direct and Process targets complete when their call
+ * returns, so "completing" operations (flush, unlock, complete) only has to
+ * order stores: an sfence for the non-temporal stores a large memcpy may
+ * use, and the release of the synchronization word itself.
+ */
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+
+#include "common/spin_wait.h"
+#include "error/error.h"
+#include "win/window.h"
+
+namespace librma {
+
+/* ---- Helpers -------------------------------------------------------------- */
+
+std::string Window::describeEpochs() const
+{
+	std::string out;
+	auto add = [&out](const std::string &s) {
+		if (!out.empty())
+			out += ", ";
+		out += s;
+	};
+	if (fenceEpoch_)
+		add(pendingOps_ ? "a fence epoch with operations issued" : "a fence epoch");
+	if (lockAll_)
+		add("a lock_all epoch");
+	if (locksHeld_) {
+		std::string locks = locksHeld_ == 1 ? "a lock on rank" : "locks on ranks";
+		int shown = 0;
+		for (size_t t = 0; t < locks_.size() && shown < 8; ++t) {
+			if (!locks_[t])
+				continue;
+			locks += (shown++ ? ", " : " ") + std::to_string(t) +
+				 ((locks_[t] & kLockExclusive) ? " (exclusive)" : " (shared)");
+		}
+		if (locksHeld_ > shown)
+			locks += ", ...";
+		add(locks);
+	}
+	if (started_)
+		add("an access epoch (rma_win_start) to " + std::to_string(startGroup_.size()) + " rank(s)");
+	if (exposed_)
+		add("an exposure epoch (rma_win_post) to " + std::to_string(postGroup_.size()) + " rank(s)");
+	return out.empty() ? "no epoch" : out;
+}
+
+int Window::checkAlive(const char *call, const char *what, int peer)
+{
+	if (kill(targets_[peer].pid, 0) == 0 || errno != ESRCH)
+		return RMA_SUCCESS;
+	return makeError(RMA_ERR_PROC_FAILED, "%s: rank %d (pid %d) of window '%s' died while this process waited for %s",
+			 call, peer, static_cast<int>(targets_[peer].pid), name.c_str(), what);
+}
+
+void Window::completeLocally()
+{
+	/* memcpy may have used non-temporal stores: they are ordered only by sfence. */
+	if (pendingStores_) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_sfence();
+#endif
+	}
+	/* Keep the compiler from sinking earlier stores below the synchronization that follows. */
+	std::atomic_thread_fence(std::memory_order_release);
+	pendingOps_ = false;
+	pendingStores_ = false;
+}
+
+int Window::translateGroup(const char *call, const Group &g, std::vector<int> &out) const
+{
+	out.clear();
+	out.reserve(g.size());
+	for (int i = 0; i < g.size(); ++i) {
+		int r = group()->rankOf(g.worldRank(i));
+		if (r == RMA_UNDEFINED)
+			return makeError(RMA_ERR_GROUP, "%s: member %d of the group (world rank %d) is not in window '%s'",
+					 call, i, g.worldRank(i), name.c_str());
+		out.push_back(r);
+	}
+	return RMA_SUCCESS;
+}
+
+/* A fence epoch with no operation in it may give way to another kind of epoch. */
+namespace {
+
+[[gnu::cold]] int fenceInTheWay(const char *call, const std::string &win)
+{
+	return makeError(RMA_ERR_RMA_SYNC,
+			 "%s: window '%s' has a fence epoch with operations issued; end it with "
+			 "rma_win_fence(RMA_MODE_NOSUCCEED) before another kind of epoch",
+			 call, win.c_str());
+}
+
+} /* namespace */
+
+/* ---- Passive target ------------------------------------------------------- */
+
+int Window::acquireLock(const char *call, int target, bool exclusive)
+{
+	std::atomic<uint64_t> &word = slots_[target].lock;
+	if (!exclusive)
+		return waitUntil(call, "a shared lock", -1, [&word] {
+			uint64_t v = word.load(std::memory_order_relaxed);
+			/*
+			 * Acquire on success: pairs with the release in
+			 * releaseLock() of the last exclusive holder.
+			 */
+			return (v & (lockword::kHolderMask | lockword::kWaiterMask)) == 0 &&
+			       word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
+							  std::memory_order_relaxed);
+		});
+
+	std::atomic<uint64_t> &global = globalLocks_->word;
+	/*
+	 * Acquire: pairs with the release of unlock_all holders (their stores
+	 * to this target come before ours). From here on no new lock_all
+	 * starts (the CAS in lockAll() requires no exclusive locker).
+	 */
+	global.fetch_add(lockword::kExclusive, std::memory_order_acquire);
+	int rc = waitUntil(call, "lock_all holders to unlock", -1, [&global] {
+		/* Acquire: pairs with the release in unlockAll(). */
+		return (global.load(std::memory_order_acquire) & lockword::kLockAllMask) == 0;
+	});
+	if (rc != RMA_SUCCESS) {
+		global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
+		return rc;
+	}
+	/* Relaxed: announcing a waiter only holds new shared lockers back; it publishes nothing. */
+	word.fetch_add(lockword::kWaiter, std::memory_order_relaxed);
+	const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
+	rc = waitUntil(call, "an exclusive lock", -1, [&word, holder] {
+		uint64_t v = word.load(std::memory_order_relaxed);
+		/*
+		 * Acquire on success: pairs with the release of the last
+		 * holder, shared (fetch_sub) or exclusive.
+		 */
+		return (v & (lockword::kSharedMask | lockword::kHolderMask)) == 0 &&
+		       word.compare_exchange_weak(v, v - lockword::kWaiter + holder, std::memory_order_acquire,
+						  std::memory_order_relaxed);
+	});
+	if (rc != RMA_SUCCESS) {
+		word.fetch_sub(lockword::kWaiter, std::memory_order_relaxed);
+		global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
+	}
+	return rc;
+}
+
+void Window::releaseLock(int target, bool exclusive)
+{
+	std::atomic<uint64_t> &word = slots_[target].lock;
+	if (!exclusive) {
+		/* Release: publishes this holder's RMA stores to the next exclusive holder's acquiring CAS. */
+		word.fetch_sub(lockword::kShared, std::memory_order_release);
+		return;
+	}
+	/* Release: as above, for every next holder. */
+	word.fetch_sub(static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift, std::memory_order_release);
+	/* Release: pairs with the acquire in lockAll(). */
+	globalLocks_->word.fetch_sub(lockword::kExclusive, std::memory_order_release);
+}
+
+int Window::lock(int lockType, int target, int assert)
+{
+	static constexpr const char *kCall = "rma_win_lock";
+	if (lockType != RMA_LOCK_SHARED && lockType != RMA_LOCK_EXCLUSIVE)
+		return makeError(RMA_ERR_LOCKTYPE, "%s: lock type %d is neither RMA_LOCK_SHARED nor RMA_LOCK_EXCLUSIVE",
+				 kCall, lockType);
+	if (assert & ~RMA_MODE_NOCHECK)
+		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only RMA_MODE_NOCHECK applies to a lock", kCall, assert);
+	if (target == RMA_PROC_NULL)
+		return RMA_SUCCESS;
+	if (static_cast<unsigned>(target) >= targets_.size())
+		return makeError(RMA_ERR_RANK, "%s: target rank %d is not in window '%s' (ranks 0..%zu)", kCall, target,
+				 name.c_str(), targets_.size() - 1);
+	if (hints_.noLocks)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' was created with no_locks=true: it cannot be locked",
+				 kCall, name.c_str());
+	if (locks_[target] || lockAll_ || started_)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: asked to lock rank %d of window '%s', but %s is already open",
+				 kCall, target, name.c_str(), describeEpochs().c_str());
+	if (fenceEpoch_ && pendingOps_)
+		return fenceInTheWay(kCall, name);
+	bool exclusive = lockType == RMA_LOCK_EXCLUSIVE;
+	if (!(assert & RMA_MODE_NOCHECK))
+		RMA_TRY(acquireLock(kCall, target, exclusive));
+	fenceEpoch_ = false;
+	allAccess_ = false;
+	locks_[target] = (exclusive ? kLockExclusive : kLockShared) | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
+	access_[target] = 1;
+	++locksHeld_;
+	return RMA_SUCCESS;
+}
+
+int Window::unlock(int target)
+{
+	static constexpr const char *kCall = "rma_win_unlock";
+	if (target == RMA_PROC_NULL)
+		return RMA_SUCCESS;
+	if (static_cast<unsigned>(target) >= targets_.size())
+		return makeError(RMA_ERR_RANK, "%s: target rank %d is not in window '%s' (ranks 0..%zu)", kCall, target,
+				 name.c_str(), targets_.size() - 1);
+	if (!locks_[target])
+		return makeError(RMA_ERR_RMA_SYNC, "%s: rank %d of window '%s' is not locked by this process (open: %s)",
+				 kCall, target, name.c_str(), describeEpochs().c_str());
+	completeLocally();
+	if (!(locks_[target] & kLockNoCheck))
+		releaseLock(target, locks_[target] & kLockExclusive);
+	locks_[target] = 0;
+	access_[target] = 0;
+	--locksHeld_;
+	return RMA_SUCCESS;
+}
+
+int Window::lockAll(int assert)
+{
+	static constexpr const char *kCall = "rma_win_lock_all";
+	if (assert & ~RMA_MODE_NOCHECK)
+		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only RMA_MODE_NOCHECK applies to lock_all", kCall,
+				 assert);
+	if (hints_.noLocks)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' was created with no_locks=true: it cannot be locked",
+				 kCall, name.c_str());
+	if (lockAll_ || locksHeld_ || started_)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
+				 describeEpochs().c_str());
+	if (fenceEpoch_ && pendingOps_)
+		return fenceInTheWay(kCall, name);
+	if (!(assert & RMA_MODE_NOCHECK)) {
+		std::atomic<uint64_t> &global = globalLocks_->word;
+		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
+			uint64_t v = global.load(std::memory_order_relaxed);
+			/* Acquire on success: pairs with the release of exclusive holders in releaseLock(). */
+			return (v & ~lockword::kLockAllMask) == 0 &&
+			       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_acquire,
+							    std::memory_order_relaxed);
+		}));
+	}
+	fenceEpoch_ = false;
+	allAccess_ = true;
+	lockAll_ = kLockShared | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
+	return RMA_SUCCESS;
+}
+
+int Window::unlockAll()
+{
+	if (!lockAll_)
+		return makeError(RMA_ERR_RMA_SYNC, "rma_win_unlock_all: window '%s' has no lock_all epoch open (open: %s)",
+				 name.c_str(), describeEpochs().c_str());
+	completeLocally();
+	if (!(lockAll_ & kLockNoCheck))
+		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
+		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+	lockAll_ = 0;
+	allAccess_ = false;
+	return RMA_SUCCESS;
+}
+
+int Window::flush(const char *call, int target)
+{
+	if (target != RMA_PROC_NULL && static_cast<unsigned>(target) >= targets_.size())
+		return makeError(RMA_ERR_RANK, "%s: target rank %d is not in window '%s' (ranks 0..%zu)", call, target,
+				 name.c_str(), targets_.size() - 1);
+	bool covered = lockAll_ || (target == RMA_PROC_NULL ? locksHeld_ > 0 : locks_[target] != 0);
+	if (!covered) [[unlikely]]
+		return makeError(RMA_ERR_RMA_SYNC,
+				 "%s: no passive-target epoch (lock or lock_all) covers rank %d of window '%s' (open: %s)",
+				 call, target, name.c_str(), describeEpochs().c_str());
+	completeLocally();
+	return RMA_SUCCESS;
+}
+
+int Window::flushAll(const char *call)
+{
+	if (!lockAll_ && !locksHeld_) [[unlikely]]
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' has no passive-target epoch open (open: %s)", call,
+				 name.c_str(), describeEpochs().c_str());
+	completeLocally();
+	return RMA_SUCCESS;
+}
+
+int Window::checkRequestEpoch(const char *call, int target) const
+{
+	bool covered = lockAll_ ||
+		       (target == RMA_PROC_NULL ? locksHeld_ > 0
+						: static_cast<unsigned>(target) < locks_.size() && locks_[target] != 0);
+	if (covered) [[likely]]
+		return RMA_SUCCESS;
+	return makeError(RMA_ERR_RMA_SYNC,
+			 "%s: request-based operations need a passive-target epoch (lock or lock_all) covering "
+			 "target rank %d of window '%s' (open: %s)",
+			 call, target, name.c_str(), describeEpochs().c_str());
+}
+
+/* ---- Generalized active target (PSCW) ------------------------------------- */
+
+int Window::post(const Group &g, int assert)
+{
+	static constexpr const char *kCall = "rma_win_post";
+	if (assert & ~(RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT))
+		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only NOCHECK, NOSTORE and NOPUT apply to post", kCall,
+				 assert);
+	if (exposed_)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
+				 describeEpochs().c_str());
+	if (fenceEpoch_ && pendingOps_)
+		return fenceInTheWay(kCall, name);
+	std::vector<int> members;
+	RMA_TRY(translateGroup(kCall, g, members));
+	fenceEpoch_ = false;
+	allAccess_ = lockAll_ != 0;
+	/* Our local stores to the window must be visible to the origins we expose it to. */
+	completeLocally();
+	const int me = rank();
+	for (int o : members) {
+		std::atomic_ref<uint32_t> counter(postedRow(o)[me]);
+		/* Release: pairs with the acquire in origin o's start(); publishes our window's contents. */
+		counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+		++completesExpected_[o];
+	}
+	postGroup_ = std::move(members);
+	exposed_ = true;
+	return RMA_SUCCESS;
+}
+
+int Window::start(const Group &g, int assert)
+{
+	static constexpr const char *kCall = "rma_win_start";
+	if (assert & ~RMA_MODE_NOCHECK)
+		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only RMA_MODE_NOCHECK applies to start", kCall, assert);
+	if (started_ || locksHeld_ || lockAll_)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
+				 describeEpochs().c_str());
+	if (fenceEpoch_ && pendingOps_)
+		return fenceInTheWay(kCall, name);
+	std::vector<int> members;
+	RMA_TRY(translateGroup(kCall, g, members));
+	const int me = rank();
+	for (size_t i = 0; i < members.size(); ++i) {
+		int t = members[i];
+		uint32_t want = postsConsumed_[t] + 1;
+		if (assert & RMA_MODE_NOCHECK)
+			continue;
+		int rc = waitUntil(kCall, "a matching rma_win_post", t, [this, t, me, want] {
+			/* Acquire: pairs with the release in target t's post(). */
+			uint32_t posted = std::atomic_ref<uint32_t>(postedRow(me)[t]).load(std::memory_order_acquire);
+			return static_cast<int32_t>(posted - want) >= 0;
+		});
+		if (rc != RMA_SUCCESS)
+			return rc; /* nothing consumed yet: the epoch did not start */
+	}
+	for (int t : members) {
+		++postsConsumed_[t];
+		access_[t] = 1;
+	}
+	fenceEpoch_ = false;
+	allAccess_ = false;
+	startGroup_ = std::move(members);
+	started_ = true;
+	return RMA_SUCCESS;
+}
+
+int Window::complete()
+{
+	if (!started_)
+		return makeError(RMA_ERR_RMA_SYNC, "rma_win_complete: window '%s' has no access epoch from rma_win_start (open: %s)",
+				 name.c_str(), describeEpochs().c_str());
+	completeLocally();
+	const int me = rank();
+	for (int t : startGroup_) {
+		std::atomic_ref<uint32_t> counter(completedRow(t)[me]);
+		/* Release: pairs with the acquire in target t's wait()/test(); publishes our RMA stores. */
+		counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+		access_[t] = 0;
+	}
+	startGroup_.clear();
+	started_ = false;
+	return RMA_SUCCESS;
+}
+
+int Window::wait()
+{
+	static constexpr const char *kCall = "rma_win_wait";
+	if (!exposed_)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' has no exposure epoch from rma_win_post (open: %s)", kCall,
+				 name.c_str(), describeEpochs().c_str());
+	const int me = rank();
+	for (int o : postGroup_) {
+		uint32_t want = completesExpected_[o];
+		RMA_TRY(waitUntil(kCall, "rma_win_complete", o, [this, o, me, want] {
+			/* Acquire: pairs with the release in origin o's complete(). */
+			uint32_t done = std::atomic_ref<uint32_t>(completedRow(me)[o]).load(std::memory_order_acquire);
+			return static_cast<int32_t>(done - want) >= 0;
+		}));
+	}
+	postGroup_.clear();
+	exposed_ = false;
+	return RMA_SUCCESS;
+}
+
+int Window::test(int *flag)
+{
+	if (!exposed_)
+		return makeError(RMA_ERR_RMA_SYNC, "rma_win_test: window '%s' has no exposure epoch from rma_win_post (open: %s)",
+				 name.c_str(), describeEpochs().c_str());
+	const int me = rank();
+	for (int o : postGroup_) {
+		/* Acquire: as in wait(). */
+		uint32_t done = std::atomic_ref<uint32_t>(completedRow(me)[o]).load(std::memory_order_acquire);
+		if (static_cast<int32_t>(done - completesExpected_[o]) < 0) {
+			*flag = 0;
+			return RMA_SUCCESS;
+		}
+	}
+	postGroup_.clear();
+	exposed_ = false;
+	*flag = 1;
+	return RMA_SUCCESS;
+}
+
+} /* namespace librma */

@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every synchronization mode over real processes: data movement under each,
+ * lock semantics (mutual exclusion, shared overlap, writer exclusion), a
+ * truly passive target, mixed and switched modes, every misuse with its
+ * error, request-based operations, and a lock holder that dies.
+ */
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <rma/rma.h>
+
+#include "win/window_test_util.h"
+
+using namespace rmatest;
+using librma::test::RanksOptions;
+using librma::test::ScratchDir;
+
+namespace {
+
+enum class Mode { Fence, Pscw, LockShared, LockExclusive, LockAll, LockAllNoCheck };
+
+const char *modeName(Mode m)
+{
+	switch (m) {
+	case Mode::Fence: return "Fence";
+	case Mode::Pscw: return "Pscw";
+	case Mode::LockShared: return "LockShared";
+	case Mode::LockExclusive: return "LockExclusive";
+	case Mode::LockAll: return "LockAll";
+	case Mode::LockAllNoCheck: return "LockAllNoCheck";
+	}
+	return "?";
+}
+
+int worldRank()
+{
+	int r;
+	rma_comm_rank(RMA_COMM_WORLD, &r);
+	return r;
+}
+
+int worldSize()
+{
+	int s;
+	rma_comm_size(RMA_COMM_WORLD, &s);
+	return s;
+}
+
+/* The group of world ranks @a and @b (the same rank once if equal). */
+rma_group pairGroup(int a, int b)
+{
+	rma_group world, g;
+	rma_comm_group(RMA_COMM_WORLD, &world);
+	int ranks[2] = { a, b };
+	rma_group_incl(world, a == b ? 1 : 2, ranks, &g);
+	rma_group_free(&world);
+	return g;
+}
+
+/* Shared counters all ranks can load and store directly (allocate_shared memory). */
+struct SharedFlags {
+	SharedFlags()
+	{
+		EXPECT_EQ(rma_win_allocate_shared(worldRank() == 0 ? 64 * sizeof(int64_t) : 0, 1, RMA_INFO_NULL,
+						  RMA_COMM_WORLD, &mine, &win),
+			  RMA_SUCCESS);
+		rma_aint size;
+		int unit;
+		EXPECT_EQ(rma_win_shared_query(win, 0, &size, &unit, &base), RMA_SUCCESS);
+		rma_barrier(RMA_COMM_WORLD);
+	}
+	/* Collective, like any window free: every rank destroys its flags at the same point. */
+	~SharedFlags()
+	{
+		int finalized = 0;
+		rma_finalized(&finalized);
+		if (!finalized)
+			rma_win_free(&win);
+	}
+	std::atomic_ref<int64_t> at(int i) { return std::atomic_ref<int64_t>(base[i]); }
+
+	rma_win win = RMA_WIN_NULL;
+	int64_t *mine = nullptr;
+	int64_t *base = nullptr;
+};
+
+/* Spin until @pred or @seconds pass; false on timeout. */
+template<typename Pred>
+bool eventually(Pred pred, double seconds = 10)
+{
+	auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+	while (!pred()) {
+		if (std::chrono::steady_clock::now() > end)
+			return false;
+		std::this_thread::yield();
+	}
+	return true;
+}
+
+class ModeTest : public ::testing::TestWithParam<std::tuple<Mode, int>>
+{
+};
+
+/* Each rank writes a block to its right neighbour and to itself, then reads the neighbour's back. */
+TEST_P(ModeTest, MovesDataToNeighbourAndSelf)
+{
+	auto [mode, ranks] = GetParam();
+	int status = runRanks(ranks, [mode = mode](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		const int rank = worldRank(), size = worldSize();
+		const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+		constexpr int kN = 64;
+		int64_t *base;
+		rma_win win;
+		ASSERT_EQ(rma_win_allocate(2 * kN * sizeof(int64_t), sizeof(int64_t), RMA_INFO_NULL, RMA_COMM_WORLD,
+					   &base, &win),
+			  RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		int64_t out[kN], back[kN];
+		for (int i = 0; i < kN; ++i)
+			out[i] = rank * 1000 + i;
+		rma_group targets = pairGroup(right, rank);  /* whom I access */
+		rma_group origins = pairGroup(left, rank);   /* who accesses me */
+
+		auto open = [&] {
+			switch (mode) {
+			case Mode::Fence: return rma_win_fence(0, win);
+			case Mode::Pscw:
+				EXPECT_EQ(rma_win_post(origins, 0, win), RMA_SUCCESS);
+				return rma_win_start(targets, 0, win);
+			case Mode::LockShared:
+			case Mode::LockExclusive: {
+				int type = mode == Mode::LockShared ? RMA_LOCK_SHARED : RMA_LOCK_EXCLUSIVE;
+				int rc = rma_win_lock(type, right, 0, win);
+				if (rc == RMA_SUCCESS && right != rank)
+					rc = rma_win_lock(type, rank, 0, win);
+				return rc;
+			}
+			case Mode::LockAll: return rma_win_lock_all(0, win);
+			case Mode::LockAllNoCheck: return rma_win_lock_all(RMA_MODE_NOCHECK, win);
+			}
+			return -1;
+		};
+		auto close = [&] {
+			switch (mode) {
+			case Mode::Fence: return rma_win_fence(0, win);
+			case Mode::Pscw:
+				EXPECT_EQ(rma_win_complete(win), RMA_SUCCESS);
+				return rma_win_wait(win);
+			case Mode::LockShared:
+			case Mode::LockExclusive: {
+				int rc = rma_win_unlock(right, win);
+				if (rc == RMA_SUCCESS && right != rank)
+					rc = rma_win_unlock(rank, win);
+				if (rc == RMA_SUCCESS)
+					rc = rma_barrier(RMA_COMM_WORLD); /* the targets learn the epoch ended */
+				rma_win_sync(win);
+				return rc;
+			}
+			case Mode::LockAll:
+			case Mode::LockAllNoCheck: {
+				int rc = rma_win_unlock_all(win);
+				rma_barrier(RMA_COMM_WORLD);
+				rma_win_sync(win);
+				return rc;
+			}
+			}
+			return -1;
+		};
+
+		if (mode == Mode::Fence) {
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+		}
+		ASSERT_EQ(open(), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(out, kN, RMA_INT64_T, right, 0, kN, RMA_INT64_T, win), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(out, kN, RMA_INT64_T, rank, kN, kN, RMA_INT64_T, win), RMA_SUCCESS);
+		ASSERT_EQ(close(), RMA_SUCCESS);
+		for (int i = 0; i < kN; ++i) {
+			ASSERT_EQ(base[i], left * 1000 + i) << modeName(mode) << " element " << i;
+			ASSERT_EQ(base[kN + i], out[i]) << modeName(mode) << " self element " << i;
+		}
+		ASSERT_EQ(open(), RMA_SUCCESS);
+		ASSERT_EQ(rma_get(back, kN, RMA_INT64_T, right, 0, kN, RMA_INT64_T, win), RMA_SUCCESS);
+		if (mode != Mode::Fence && mode != Mode::Pscw) {
+			ASSERT_EQ(rma_win_flush(right, win), RMA_SUCCESS);
+		}
+		ASSERT_EQ(close(), RMA_SUCCESS);
+		for (int i = 0; i < kN; ++i) {
+			ASSERT_EQ(back[i], out[i]);
+		}
+		if (mode == Mode::Fence) {
+			ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, win), RMA_SUCCESS);
+		}
+		rma_group_free(&targets);
+		rma_group_free(&origins);
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+std::string modeTestName(const ::testing::TestParamInfo<std::tuple<Mode, int>> &info)
+{
+	return std::string(modeName(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllModes, ModeTest,
+			 ::testing::Combine(::testing::Values(Mode::Fence, Mode::Pscw, Mode::LockShared, Mode::LockExclusive,
+							      Mode::LockAll, Mode::LockAllNoCheck),
+					    ::testing::Values(1, 2, 4)),
+			 modeTestName);
+
+TEST(PscwTest, EmptyGroupsAndTest)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  rma_win win;
+			  void *base;
+			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  /* Empty groups: nothing to wait for. */
+			  ASSERT_EQ(rma_win_post(RMA_GROUP_EMPTY, 0, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_start(RMA_GROUP_EMPTY, 0, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_complete(win), RMA_SUCCESS);
+			  int flag = 0;
+			  ASSERT_EQ(rma_win_test(win, &flag), RMA_SUCCESS);
+			  EXPECT_EQ(flag, 1);
+			  /* rma_win_test reports 0 until the origin completes. */
+			  const int rank = worldRank();
+			  rma_group peer = pairGroup(1 - rank, 1 - rank);
+			  if (rank == 0) {
+				  ASSERT_EQ(rma_win_post(peer, 0, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_test(win, &flag), RMA_SUCCESS);
+				  EXPECT_EQ(flag, 0); /* rank 1 waits for our barrier before completing */
+				  rma_barrier(RMA_COMM_WORLD);
+				  ASSERT_TRUE(eventually([&] { return rma_win_test(win, &flag) == RMA_SUCCESS && flag; }));
+				  EXPECT_EQ(static_cast<char *>(base)[3], 'z');
+			  } else {
+				  ASSERT_EQ(rma_win_start(peer, 0, win), RMA_SUCCESS);
+				  char z = 'z';
+				  ASSERT_EQ(rma_put(&z, 1, RMA_CHAR, 0, 3, 1, RMA_CHAR, win), RMA_SUCCESS);
+				  rma_barrier(RMA_COMM_WORLD);
+				  ASSERT_EQ(rma_win_complete(win), RMA_SUCCESS);
+			  }
+			  rma_group_free(&peer);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* N ranks x M read-modify-writes of one counter under an exclusive lock: nothing is lost. */
+TEST(LockTest, ExclusiveLockGivesMutualExclusion)
+{
+	constexpr int kRanks = 4, kIters = 300;
+	EXPECT_RANKS_PASS(runRanks(kRanks, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  int64_t *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(sizeof(int64_t), sizeof(int64_t), RMA_INFO_NULL, RMA_COMM_WORLD, &base,
+						     &win),
+				    RMA_SUCCESS);
+			  *base = 0;
+			  rma_barrier(RMA_COMM_WORLD);
+			  for (int i = 0; i < kIters; ++i) {
+				  int64_t v = -1;
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_get(&v, 1, RMA_INT64_T, 0, 0, 1, RMA_INT64_T, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+				  ++v;
+				  ASSERT_EQ(rma_put(&v, 1, RMA_INT64_T, 0, 0, 1, RMA_INT64_T, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  if (worldRank() == 0) {
+				  rma_win_sync(win);
+				  EXPECT_EQ(*base, int64_t(kRanks) * kIters);
+			  }
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* Two shared holders at once: each waits, holding its lock, until both are inside. */
+TEST(LockTest, SharedLocksOverlap)
+{
+	EXPECT_RANKS_PASS(runRanks(3, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  SharedFlags flags;
+			  rma_win win;
+			  void *base;
+			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  if (worldRank() != 0) {
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win), RMA_SUCCESS);
+				  flags.at(0).fetch_add(1);
+				  EXPECT_TRUE(eventually([&] { return flags.at(0).load() == 2; }))
+					  << "the other shared holder never got in: shared locks exclude each other";
+				  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* While rank 1 holds the exclusive lock, neither a shared locker nor lock_all gets in. */
+TEST(LockTest, ExclusiveExcludesSharedAndLockAll)
+{
+	EXPECT_RANKS_PASS(runRanks(4, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  SharedFlags flags; /* 0: exclusive holder inside, 1: it has let go */
+			  rma_win win;
+			  void *base;
+			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  const int rank = worldRank();
+			  if (rank == 1) {
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win), RMA_SUCCESS);
+				  flags.at(0).store(1);
+				  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+				  flags.at(1).store(1);
+				  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+			  } else if (rank == 2 || rank == 3) {
+				  ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+				  if (rank == 2) {
+					  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win), RMA_SUCCESS);
+				  }
+				  else
+					  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+				  EXPECT_EQ(flags.at(1).load(), 1) << "got in while the exclusive lock was held";
+				  ASSERT_EQ(rank == 2 ? rma_win_unlock(0, win) : rma_win_unlock_all(win), RMA_SUCCESS);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* An exclusive locker is not starved by a stream of shared lockers. */
+TEST(LockTest, SharedStreamDoesNotStarveExclusive)
+{
+	EXPECT_RANKS_PASS(runRanks(3, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  SharedFlags flags; /* 0: exclusive done */
+			  rma_win win;
+			  void *base;
+			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  const int rank = worldRank();
+			  if (rank == 1 || rank == 2) {
+				  /* Overlapping shared holders, back to back, until the exclusive one got through. */
+				  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+				  while (flags.at(0).load() == 0 && std::chrono::steady_clock::now() < deadline) {
+					  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win), RMA_SUCCESS);
+					  std::this_thread::sleep_for(std::chrono::microseconds(200));
+					  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+				  }
+				  EXPECT_EQ(flags.at(0).load(), 1) << "the exclusive locker starved";
+			  } else {
+				  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+				  flags.at(0).store(1);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/*
+ * Truly passive: rank 0 computes (no librma call) for a while; the others
+ * lock it, put, get, flush and unlock, and finish before it stops computing.
+ */
+TEST(LockTest, TargetBusyComputingIsTrulyPassive)
+{
+	EXPECT_RANKS_PASS(runRanks(3, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  SharedFlags flags; /* 0: origins done; 1: target stopped computing */
+			  const int rank = worldRank();
+			  int64_t *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(16 * sizeof(int64_t), sizeof(int64_t), RMA_INFO_NULL, RMA_COMM_WORLD,
+						     &base, &win),
+				    RMA_SUCCESS);
+			  rma_barrier(RMA_COMM_WORLD);
+			  if (rank == 0) {
+				  /* Pure computation until both origins are done (bounded by 20 s). */
+				  volatile double x = 1.0;
+				  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+				  while (flags.at(0).load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < end)
+					  for (int i = 0; i < 1000; ++i)
+						  x = x * 1.0000001 + 1e-9;
+				  EXPECT_EQ(flags.at(0).load(), 2) << "origins could not finish while the target computed";
+			  } else {
+				  for (int i = 0; i < 200; ++i) {
+					  int type = i % 2 ? RMA_LOCK_SHARED : RMA_LOCK_EXCLUSIVE;
+					  int64_t v = rank * 100000 + i, got = -1;
+					  ASSERT_EQ(rma_win_lock(type, 0, 0, win), RMA_SUCCESS);
+					  ASSERT_EQ(rma_put(&v, 1, RMA_INT64_T, 0, rank, 1, RMA_INT64_T, win), RMA_SUCCESS);
+					  ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+					  ASSERT_EQ(rma_get(&got, 1, RMA_INT64_T, 0, rank, 1, RMA_INT64_T, win), RMA_SUCCESS);
+					  ASSERT_EQ(rma_win_unlock(0, win), RMA_SUCCESS);
+					  ASSERT_EQ(got, v);
+				  }
+				  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+				  int64_t last = rank * 100000 + 199;
+				  ASSERT_EQ(rma_put(&last, 1, RMA_INT64_T, 0, 8 + rank, 1, RMA_INT64_T, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+				  flags.at(0).fetch_add(1);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  if (rank == 0) {
+				  rma_win_sync(win);
+				  for (int o = 1; o < 3; ++o) {
+					  EXPECT_EQ(base[o], o * 100000 + 199);
+					  EXPECT_EQ(base[8 + o], o * 100000 + 199);
+				  }
+			  }
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* Three windows at once, each in its own mode; then one window through every mode in turn. */
+TEST(SyncTest, MixedModesOnWindowsAndSwitchingModesOnOne)
+{
+	EXPECT_RANKS_PASS(runRanks(4, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  const int rank = worldRank(), size = worldSize();
+			  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+			  int *a, *b, *c;
+			  rma_win wa, wb, wc;
+			  ASSERT_EQ(rma_win_allocate(sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &a, &wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_allocate(sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &b, &wb), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_allocate(sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &c, &wc), RMA_SUCCESS);
+			  rma_group to = pairGroup(right, right), from = pairGroup(left, left);
+			  for (int round = 0; round < 20; ++round) {
+				  int v = round * 10 + rank;
+				  ASSERT_EQ(rma_win_fence(0, wa), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_lock_all(0, wb), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_post(from, 0, wc), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_start(to, 0, wc), RMA_SUCCESS);
+				  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wa), RMA_SUCCESS);
+				  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wb), RMA_SUCCESS);
+				  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wc), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_complete(wc), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_wait(wc), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock_all(wb), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, wa), RMA_SUCCESS);
+				  rma_barrier(RMA_COMM_WORLD);
+				  rma_win_sync(wb);
+				  int expect = round * 10 + left;
+				  ASSERT_EQ(*a, expect);
+				  ASSERT_EQ(*b, expect);
+				  ASSERT_EQ(*c, expect);
+				  rma_barrier(RMA_COMM_WORLD);
+			  }
+			  /* One window, every mode in turn. */
+			  int v = 7000 + rank;
+			  ASSERT_EQ(rma_win_fence(0, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, wa), RMA_SUCCESS);
+			  ASSERT_EQ(*a, 7000 + left);
+			  rma_barrier(RMA_COMM_WORLD); /* everyone has read before the next epoch writes */
+			  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, right, 0, wa), RMA_SUCCESS);
+			  ++v;
+			  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_unlock(right, wa), RMA_SUCCESS);
+			  rma_barrier(RMA_COMM_WORLD);
+			  ASSERT_EQ(*a, 7001 + left);
+			  ASSERT_EQ(rma_win_post(from, 0, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_start(to, 0, wa), RMA_SUCCESS);
+			  ++v;
+			  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_complete(wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_wait(wa), RMA_SUCCESS);
+			  ASSERT_EQ(*a, 7002 + left);
+			  rma_barrier(RMA_COMM_WORLD); /* everyone has read before the next epoch writes */
+			  ASSERT_EQ(rma_win_lock_all(0, wa), RMA_SUCCESS);
+			  ++v;
+			  ASSERT_EQ(rma_put(&v, 1, RMA_INT, right, 0, 1, RMA_INT, wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_unlock_all(wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_fence(0, wa), RMA_SUCCESS);
+			  ASSERT_EQ(*a, 7003 + left);
+			  ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, wa), RMA_SUCCESS);
+			  rma_group_free(&to);
+			  rma_group_free(&from);
+			  ASSERT_EQ(rma_win_free(&wa), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_free(&wb), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_free(&wc), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+#define EXPECT_SYNC(call)                                                                    \
+	do {                                                                                 \
+		int rc_ = (call);                                                            \
+		EXPECT_EQ(errorClassOf(rc_), RMA_ERR_RMA_SYNC) << #call << ": " << errorText(rc_); \
+	} while (0)
+
+TEST(SyncTest, EveryMisuseIsAnErrorAndTheWindowStaysUsable)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  const int rank = worldRank(), peer = 1 - rank;
+			  int *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(4 * sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win),
+				    RMA_SUCCESS);
+			  rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			  int v = 1;
+			  rma_request req;
+			  rma_group g = pairGroup(peer, peer);
+
+			  EXPECT_SYNC(rma_put(&v, 1, RMA_INT, peer, 0, 1, RMA_INT, win));
+			  EXPECT_SYNC(rma_win_unlock(peer, win));
+			  EXPECT_SYNC(rma_win_unlock_all(win));
+			  EXPECT_SYNC(rma_win_flush(peer, win));
+			  EXPECT_SYNC(rma_win_flush_all(win));
+			  EXPECT_SYNC(rma_win_flush_local(peer, win));
+			  EXPECT_SYNC(rma_win_flush_local_all(win));
+			  EXPECT_SYNC(rma_win_complete(win));
+			  EXPECT_SYNC(rma_win_wait(win));
+			  int flag;
+			  EXPECT_SYNC(rma_win_test(win, &flag));
+			  EXPECT_EQ(errorClassOf(rma_win_lock(99, peer, 0, win)), RMA_ERR_LOCKTYPE);
+			  EXPECT_EQ(errorClassOf(rma_win_lock(RMA_LOCK_SHARED, 5, 0, win)), RMA_ERR_RANK);
+			  EXPECT_EQ(errorClassOf(rma_win_lock(RMA_LOCK_SHARED, peer, RMA_MODE_NOPUT, win)), RMA_ERR_ASSERT);
+
+			  /* Inside a lock epoch. */
+			  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, peer, 0, win), RMA_SUCCESS);
+			  int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, peer, 0, win);
+			  EXPECT_EQ(errorClassOf(rc), RMA_ERR_RMA_SYNC);
+			  EXPECT_NE(errorText(rc).find("already open"), std::string::npos) << errorText(rc);
+			  EXPECT_NE(errorText(rc).find("rank " + std::to_string(peer) + " (shared)"), std::string::npos)
+				  << errorText(rc);
+			  EXPECT_SYNC(rma_put(&v, 1, RMA_INT, rank, 0, 1, RMA_INT, win)); /* not locked */
+			  EXPECT_SYNC(rma_win_fence(0, win));
+			  EXPECT_SYNC(rma_win_lock_all(0, win));
+			  EXPECT_SYNC(rma_win_start(g, 0, win));
+			  EXPECT_SYNC(rma_win_free(&win));
+			  EXPECT_NE(win, RMA_WIN_NULL);
+			  EXPECT_EQ(rma_put(&v, 1, RMA_INT, peer, 0, 1, RMA_INT, win), RMA_SUCCESS);
+			  EXPECT_EQ(rma_rput(&v, 1, RMA_INT, peer, 1, 1, RMA_INT, win, &req), RMA_SUCCESS);
+			  EXPECT_EQ(rma_wait(&req, RMA_STATUS_IGNORE), RMA_SUCCESS);
+			  EXPECT_EQ(req, RMA_REQUEST_NULL);
+			  EXPECT_EQ(rma_win_flush(peer, win), RMA_SUCCESS);
+			  EXPECT_EQ(rma_win_unlock(peer, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_win_unlock(peer, win));
+
+			  /* Inside a fence epoch: no request-based operations, no passive flush. */
+			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_rput(&v, 1, RMA_INT, peer, 0, 1, RMA_INT, win, &req));
+			  EXPECT_SYNC(rma_win_flush(peer, win));
+			  EXPECT_EQ(rma_put(&v, 1, RMA_INT, peer, 2, 1, RMA_INT, win), RMA_SUCCESS);
+			  rc = rma_win_lock(RMA_LOCK_SHARED, peer, 0, win);
+			  EXPECT_EQ(errorClassOf(rc), RMA_ERR_RMA_SYNC);
+			  EXPECT_NE(errorText(rc).find("fence epoch with operations"), std::string::npos) << errorText(rc);
+			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			  /* A fence epoch with no operation gives way to a lock epoch. */
+			  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, peer, 0, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_unlock(peer, win), RMA_SUCCESS);
+
+			  /* PSCW misuse. */
+			  ASSERT_EQ(rma_win_post(g, 0, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_win_post(g, 0, win));
+			  EXPECT_SYNC(rma_win_free(&win));
+			  ASSERT_EQ(rma_win_start(g, 0, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_win_start(g, 0, win));
+			  EXPECT_SYNC(rma_win_lock(RMA_LOCK_SHARED, peer, 0, win));
+			  EXPECT_SYNC(rma_win_fence(0, win));
+			  EXPECT_EQ(rma_put(&v, 1, RMA_INT, peer, 3, 1, RMA_INT, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_put(&v, 1, RMA_INT, rank, 3, 1, RMA_INT, win)); /* not in the start group */
+			  ASSERT_EQ(rma_win_complete(win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_wait(win), RMA_SUCCESS);
+			  EXPECT_EQ(base[3], 1);
+
+			  /* lock_all misuse. */
+			  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			  EXPECT_SYNC(rma_win_lock_all(0, win));
+			  EXPECT_SYNC(rma_win_lock(RMA_LOCK_SHARED, peer, 0, win));
+			  EXPECT_EQ(rma_rget(&v, 1, RMA_INT, peer, 0, 1, RMA_INT, win, &req), RMA_SUCCESS);
+			  EXPECT_EQ(rma_win_flush_local_all(win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			  EXPECT_EQ(rma_request_free(&req), RMA_SUCCESS);
+
+			  rma_group_free(&g);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+
+			  /* no_locks: locking is refused, fences still work. */
+			  rma_info info;
+			  rma_info_create(&info);
+			  rma_info_set(info, "no_locks", "true");
+			  ASSERT_EQ(rma_win_allocate(8, 1, info, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  rma_info_free(&info);
+			  rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			  rc = rma_win_lock(RMA_LOCK_SHARED, peer, 0, win);
+			  EXPECT_EQ(errorClassOf(rc), RMA_ERR_RMA_SYNC);
+			  EXPECT_NE(errorText(rc).find("no_locks"), std::string::npos) << errorText(rc);
+			  EXPECT_SYNC(rma_win_lock_all(0, win));
+			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+TEST(RequestTest, RputRgetAndTheWaitFamily)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  const int rank = worldRank(), peer = 1 - rank;
+			  int *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(8 * sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win),
+				    RMA_SUCCESS);
+			  rma_barrier(RMA_COMM_WORLD);
+			  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			  rma_request reqs[4];
+			  int vals[4] = { 10 + rank, 20 + rank, 30 + rank, 40 + rank };
+			  for (int i = 0; i < 4; ++i) {
+				  ASSERT_EQ(rma_rput(&vals[i], 1, RMA_INT, peer, i, 1, RMA_INT, win, &reqs[i]), RMA_SUCCESS);
+			  }
+			  ASSERT_EQ(rma_waitall(4, reqs, RMA_STATUSES_IGNORE), RMA_SUCCESS);
+			  for (rma_request r : reqs) {
+				  EXPECT_EQ(r, RMA_REQUEST_NULL);
+			  }
+			  ASSERT_EQ(rma_win_flush(peer, win), RMA_SUCCESS);
+			  rma_barrier(RMA_COMM_WORLD);
+			  int got[4] = { -1, -1, -1, -1 };
+			  for (int i = 0; i < 4; ++i) {
+				  ASSERT_EQ(rma_rget(&got[i], 1, RMA_INT, peer, i, 1, RMA_INT, win, &reqs[i]), RMA_SUCCESS);
+			  }
+			  int flag = 0;
+			  ASSERT_EQ(rma_testall(4, reqs, &flag, RMA_STATUSES_IGNORE), RMA_SUCCESS);
+			  EXPECT_EQ(flag, 1);
+			  for (int i = 0; i < 4; ++i) {
+				  EXPECT_EQ(got[i], vals[i]);
+			  }
+			  rma_request one;
+			  ASSERT_EQ(rma_rget(&got[0], 1, RMA_INT, rank, 0, 1, RMA_INT, win, &one), RMA_SUCCESS);
+			  ASSERT_EQ(rma_test(&one, &flag, RMA_STATUS_IGNORE), RMA_SUCCESS);
+			  EXPECT_EQ(flag, 1);
+			  EXPECT_EQ(got[0], 10 + peer);
+			  rma_request null = RMA_REQUEST_NULL;
+			  EXPECT_EQ(rma_wait(&null, RMA_STATUS_IGNORE), RMA_SUCCESS);
+			  rma_comm_set_errhandler(RMA_COMM_SELF, RMA_ERRORS_RETURN);
+			  rma_request bogus = reinterpret_cast<rma_request>(uintptr_t(0x0700000000000055ull));
+			  EXPECT_EQ(errorClassOf(rma_wait(&bogus, RMA_STATUS_IGNORE)), RMA_ERR_REQUEST);
+			  ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/*
+ * Rank 1 dies holding the exclusive lock on rank 0. The survivors' lock
+ * calls fail with RMA_ERR_PROC_FAILED within seconds instead of hanging.
+ */
+TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
+{
+	ScratchDir dir;
+	std::string okFile = dir.file("ok");
+	RanksOptions opts;
+	opts.keepGoing = true;
+	opts.timeoutSeconds = 60;
+	int status = runRanks(
+		3,
+		[okFile](int) {
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			SharedFlags flags;
+			rma_win win;
+			void *base;
+			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			rma_barrier(RMA_COMM_WORLD);
+			const int rank = worldRank();
+			if (rank == 1) {
+				ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win), RMA_SUCCESS);
+				flags.at(0).store(1);
+				raise(SIGKILL);
+			}
+			ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+			auto t0 = std::chrono::steady_clock::now();
+			int rc = rank == 0 ? rma_win_lock(RMA_LOCK_SHARED, 0, 0, win) : rma_win_lock_all(0, win);
+			double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+			EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+			EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
+			EXPECT_LT(waited, 10.0);
+			if (!::testing::Test::HasFailure())
+				std::ofstream(okFile + std::to_string(rank)) << "ok";
+			/* Leave only once both survivors saw the failure, so neither blames the other. */
+			flags.at(1).fetch_add(1);
+			eventually([&] { return flags.at(1).load() == 2; });
+			_exit(0); /* the window cannot be freed collectively any more */
+		},
+		opts);
+	EXPECT_EQ(status, 128 + SIGKILL);
+	EXPECT_EQ(librma::test::readFile(okFile + "0"), "ok") << "rank 0 did not see the failure";
+	EXPECT_EQ(librma::test::readFile(okFile + "2"), "ok") << "rank 2 did not see the failure";
+}
+
+} /* namespace */
