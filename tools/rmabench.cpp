@@ -35,6 +35,8 @@ struct Options {
 	std::string flavor = "allocate";
 	std::string format = "table";
 	std::string hugePages = "prefer";
+	std::string sync = "fence";
+	bool busyTarget = false;
 	long minSize = 8;
 	long maxSize = 1 << 20;
 	long iterations = 0; /* 0: chosen per size */
@@ -47,9 +49,11 @@ void usage(FILE *out)
 	std::fprintf(out,
 		     "usage: rmarun -n 2 rmabench TEST [options]\n"
 		     "tests:\n"
-		     "  latency     time per operation + fence (OSU osu_put_latency / osu_get_latency)\n"
+		     "  latency     time per operation + its synchronization (OSU osu_put_latency / osu_get_latency)\n"
 		     "  bandwidth   W operations per fence (OSU osu_put_bw / osu_get_bw), next to a memcpy\n"
 		     "  fence       time of an empty fence\n"
+		     "  lock        time of lock + unlock of the target, nothing in between\n"
+		     "  flush       time of a flush with nothing to complete (in a lock_all epoch)\n"
 		     "options:\n"
 		     "  --op put|get           operation (default put)\n"
 		     "  --min-size BYTES       smallest message (default 8)\n"
@@ -57,7 +61,10 @@ void usage(FILE *out)
 		     "  --size BYTES           one size only\n"
 		     "  --iterations N         timed iterations per size (default: scaled by size)\n"
 		     "  --skip N               warm-up iterations (default: iterations / 10)\n"
-		     "  --window W             operations per fence in bandwidth (default 64)\n"
+		     "  --window W             operations per synchronization in bandwidth (default 64)\n"
+		     "  --sync MODE            fence | pscw | lock (lock+op+unlock) | lock_all (op+flush)\n"
+		     "                         | flush_local (op+flush_local) (default fence)\n"
+		     "  --busy-target          passive modes: the target computes, never calling librma\n"
 		     "  --flavor F             allocate | allocate_shared | create | dynamic (default allocate)\n"
 		     "  --huge-pages P         prefer | require | off (default prefer)\n"
 		     "  --format table|csv|json  output format (default table)\n");
@@ -105,6 +112,12 @@ bool parse(int argc, char **argv, Options &o)
 			if (!(v = next("table, csv or json")))
 				return false;
 			o.format = v;
+		} else if (a == "--sync") {
+			if (!(v = next("fence, pscw, lock, lock_all or flush_local")))
+				return false;
+			o.sync = v;
+		} else if (a == "--busy-target") {
+			o.busyTarget = true;
 		} else if (a == "--huge-pages") {
 			if (!(v = next("prefer, require or off")))
 				return false;
@@ -133,7 +146,19 @@ bool parse(int argc, char **argv, Options &o)
 			return false;
 		}
 	}
-	if (o.test != "latency" && o.test != "bandwidth" && o.test != "fence") {
+	if (o.sync != "fence" && o.sync != "pscw" && o.sync != "lock" && o.sync != "lock_all" && o.sync != "flush_local") {
+		std::fprintf(stderr, "rmabench: unknown sync mode '%s'\n", o.sync.c_str());
+		return false;
+	}
+	if (o.test == "lock")
+		o.sync = "lock";
+	if (o.test == "flush")
+		o.sync = "lock_all";
+	if (o.busyTarget && (o.sync == "fence" || o.sync == "pscw")) {
+		std::fprintf(stderr, "rmabench: --busy-target needs a passive mode (--sync lock|lock_all|flush_local)\n");
+		return false;
+	}
+	if (o.test != "latency" && o.test != "bandwidth" && o.test != "fence" && o.test != "lock" && o.test != "flush") {
 		std::fprintf(stderr, "rmabench: unknown test '%s'\n", o.test.c_str());
 		return false;
 	}
@@ -362,6 +387,21 @@ int main(int argc, char **argv)
 	std::vector<Row> rows;
 	double rawBarrier = 0; /* fence test: the hardware floor, measured alongside */
 
+	/*
+	 * How each timed step is synchronized. Active modes (fence, pscw) have
+	 * rank 1 take part in every step; passive modes (lock, lock_all,
+	 * flush_local) leave it alone: it waits (or, with --busy-target,
+	 * computes without calling librma) until rank 0 is done.
+	 */
+	const bool passive = o.sync == "lock" || o.sync == "lock_all" || o.sync == "flush_local";
+	rma_group peerGroup = RMA_GROUP_NULL;
+	{
+		rma_group world;
+		rma_comm_group(RMA_COMM_WORLD, &world);
+		int peer = rank == 0 ? 1 : 0;
+		rma_group_incl(world, 1, &peer, &peerGroup);
+		rma_group_free(&world);
+	}
 	auto fence = [&] { check(rma_win_fence(0, w.win), "rma_win_fence"); };
 	auto op = [&](long sz) {
 		if (put)
@@ -373,9 +413,58 @@ int main(int argc, char **argv)
 				      w.win),
 			      "rma_get");
 	};
+	/* One step: @ops operations of @sz bytes from rank 0 to rank 1, completed by the sync mode. */
+	auto step = [&](long sz, long ops) {
+		if (o.sync == "fence") {
+			if (rank == 0)
+				for (long k = 0; k < ops; ++k)
+					op(sz);
+			fence();
+		} else if (o.sync == "pscw") {
+			if (rank == 0) {
+				check(rma_win_start(peerGroup, 0, w.win), "rma_win_start");
+				for (long k = 0; k < ops; ++k)
+					op(sz);
+				check(rma_win_complete(w.win), "rma_win_complete");
+			} else if (rank == 1) {
+				check(rma_win_post(peerGroup, 0, w.win), "rma_win_post");
+				check(rma_win_wait(w.win), "rma_win_wait");
+			}
+		} else if (o.sync == "lock") {
+			check(rma_win_lock(RMA_LOCK_SHARED, 1, 0, w.win), "rma_win_lock");
+			for (long k = 0; k < ops; ++k)
+				op(sz);
+			check(rma_win_unlock(1, w.win), "rma_win_unlock");
+		} else {
+			for (long k = 0; k < ops; ++k)
+				op(sz);
+			if (o.sync == "lock_all")
+				check(rma_win_flush(1, w.win), "rma_win_flush");
+			else
+				check(rma_win_flush_local(1, w.win), "rma_win_flush_local");
+		}
+	};
+	/* Does this rank run the timed loop? */
+	const bool timing = passive ? rank == 0 : (o.sync == "pscw" ? rank <= 1 : true);
 
-	fence();
-	if (o.test == "fence") {
+	/* Rank 0 tells a passive target it is done through memory both map. */
+	rma_win doneWin;
+	std::byte *doneMine;
+	check(rma_win_allocate_shared(rank == 0 ? 64 : 0, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &doneMine, &doneWin),
+	      "rma_win_allocate_shared");
+	uint64_t *done;
+	{
+		rma_aint sz;
+		int unit;
+		check(rma_win_shared_query(doneWin, 0, &sz, &unit, &done), "rma_win_shared_query");
+	}
+	rma_barrier(RMA_COMM_WORLD);
+	if (o.sync == "fence")
+		fence(); /* opens the first epoch */
+	if (passive && o.sync != "lock" && rank == 0)
+		check(rma_win_lock_all(0, w.win), "rma_win_lock_all");
+
+	if (timing && o.test == "fence") {
 		long iters = o.iterations ? o.iterations : 100000;
 		long skip = o.skip ? o.skip : iters / 10;
 		for (long i = 0; i < skip; ++i)
@@ -389,21 +478,39 @@ int main(int argc, char **argv)
 		summarize(blocks, row, 1e6);
 		rows.push_back(row);
 		rawBarrier = rawBarrierMicros(iters);
-	} else {
+	} else if (timing && (o.test == "lock" || o.test == "flush")) {
+		/* The synchronization call alone: lock+unlock, or flush in a lock_all epoch. */
+		long iters = o.iterations ? o.iterations : 200000;
+		long skip = o.skip ? o.skip : iters / 10;
+		auto sync = [&] {
+			if (o.test == "lock") {
+				check(rma_win_lock(RMA_LOCK_SHARED, 1, 0, w.win), "rma_win_lock");
+				check(rma_win_unlock(1, w.win), "rma_win_unlock");
+			} else {
+				check(rma_win_flush(1, w.win), "rma_win_flush");
+			}
+		};
+		for (long i = 0; i < skip; ++i)
+			sync();
+		auto blocks = timeBlocks(iters, 1000, sync);
+		Row row{ 0, iters, 0, 0, 0, 0 };
+		double total = 0;
+		for (double b : blocks)
+			total += b;
+		row.mean = total / static_cast<double>(blocks.size()) * 1e6;
+		summarize(blocks, row, 1e6);
+		rows.push_back(row);
+	} else if (timing) {
 		for (long sz = o.minSize; sz <= o.maxSize; sz *= 2) {
 			Row row{};
 			row.size = sz;
 			if (o.test == "latency") {
-				long iters = itersFor(o, sz, 20000, 2000);
+				long iters = itersFor(o, sz, passive ? 200000 : 20000, 2000);
 				long skip = o.skip ? o.skip : iters / 10;
-				auto step = [&] {
-					if (rank == 0)
-						op(sz);
-					fence();
-				};
+				auto one = [&] { step(sz, 1); };
 				for (long i = 0; i < skip; ++i)
-					step();
-				auto blocks = timeBlocks(iters, 100, step);
+					one();
+				auto blocks = timeBlocks(iters, passive ? 1000 : 100, one);
 				double total = 0;
 				for (double b : blocks)
 					total += b;
@@ -413,15 +520,10 @@ int main(int argc, char **argv)
 			} else {
 				long iters = itersFor(o, sz, 2000, 200);
 				long skip = o.skip ? o.skip : std::max<long>(iters / 10, 1);
-				auto step = [&] {
-					if (rank == 0)
-						for (long k = 0; k < o.window; ++k)
-							op(sz);
-					fence();
-				};
+				auto many = [&] { step(sz, o.window); };
 				for (long i = 0; i < skip; ++i)
-					step();
-				auto blocks = timeBlocks(iters, 10, step);
+					many();
+				auto blocks = timeBlocks(iters, 10, many);
 				/* Blocks in seconds per step -> MB/s. */
 				double perStep = 0;
 				for (double b : blocks)
@@ -440,15 +542,44 @@ int main(int argc, char **argv)
 			rows.push_back(row);
 		}
 	}
-	fence();
+	if (passive && o.sync != "lock" && rank == 0)
+		check(rma_win_unlock_all(w.win), "rma_win_unlock_all");
+	if (o.sync == "fence")
+		check(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), "rma_win_fence");
+	if (passive) {
+		if (rank == 0) {
+			/* Release: the target may stop computing. */
+			std::atomic_ref<uint64_t>(*done).store(1, std::memory_order_release);
+		} else if (o.busyTarget) {
+			/* Compute without calling librma until rank 0 is done: a truly passive target. */
+			volatile double x = 1.0;
+			while (std::atomic_ref<uint64_t>(*done).load(std::memory_order_acquire) == 0)
+				for (int i = 0; i < 1000; ++i)
+					x = x * 1.0000001 + 1e-9;
+		}
+	}
+	rma_barrier(RMA_COMM_WORLD);
+	check(rma_win_free(&doneWin), "rma_win_free");
+	rma_group_free(&peerGroup);
 
 	if (rank == 0) {
 		char host[256] = "?";
 		gethostname(host, sizeof(host) - 1);
 		const char *bind = std::getenv("RMA_BIND");
 		const bool bw = o.test == "bandwidth";
+		const bool sizeless = o.test == "fence" || o.test == "lock" || o.test == "flush";
 		const char *unit = bw ? "MB/s" : "us";
-		std::string what = o.test == "fence" ? "empty fence" : o.op + (bw ? " bandwidth" : " latency") + " + fence";
+		std::string syncName = o.sync == "fence"	  ? "fence"
+				       : o.sync == "pscw"	  ? "start/complete (target: post/wait)"
+				       : o.sync == "lock"	  ? "lock/unlock"
+				       : o.sync == "lock_all" ? "flush (in lock_all)"
+							      : "flush_local (in lock_all)";
+		std::string what = o.test == "fence"  ? "empty fence"
+				   : o.test == "lock"	? "lock + unlock alone"
+				   : o.test == "flush" ? "flush alone (lock_all epoch, nothing to complete)"
+						       : o.op + (bw ? " bandwidth" : " latency") + " + " + syncName;
+		if (passive)
+			what += o.busyTarget ? "; target computing, never calling librma" : "; target idle";
 		if (o.format == "table") {
 			std::printf("# librma rmabench: %s\n", what.c_str());
 			std::printf("# host %s, %d ranks, binding %s, cpu of rank 0: %d\n", host, size, bind ? bind : "none",
@@ -456,11 +587,11 @@ int main(int argc, char **argv)
 			std::printf("# window flavor %s, page size %s, NUMA node %s, progress: none needed (direct stores)\n",
 				    o.flavor.c_str(), w.pageSize.c_str(), w.node.c_str());
 			if (bw) {
-				std::printf("# window of %ld operations per fence; memcpy = one core copying the same size\n", o.window);
+				std::printf("# window of %ld operations per synchronization; memcpy = one core copying the same size\n", o.window);
 				std::printf("%-10s %12s %12s %12s %12s %14s %8s\n", "# Size", "MB/s", "min", "median", "p99",
 					    "memcpy MB/s", "ratio");
 			} else {
-				std::printf("%-10s %12s %12s %12s %12s\n", o.test == "fence" ? "# Ranks" : "# Size",
+				std::printf("%-10s %12s %12s %12s %12s\n", sizeless ? "# Ranks" : "# Size",
 					    "Latency(us)", "min", "median", "p99");
 			}
 			for (const Row &r : rows) {
@@ -468,27 +599,27 @@ int main(int argc, char **argv)
 					std::printf("%-10ld %12.2f %12.2f %12.2f %12.2f %14.2f %8.2f\n", r.size, r.mean, r.min,
 						    r.median, r.p99, r.memcpyMBs, r.mean / r.memcpyMBs);
 				else
-					std::printf("%-10ld %12.3f %12.3f %12.3f %12.3f\n", o.test == "fence" ? size : r.size,
+					std::printf("%-10ld %12.3f %12.3f %12.3f %12.3f\n", sizeless ? size : r.size,
 						    r.mean, r.min, r.median, r.p99);
 			}
 			if (o.test == "fence")
 				std::printf("# raw store/poll barrier in the same run: %.3f us (fence median / raw = %.2f)\n",
 					    rawBarrier, rows[0].median / rawBarrier);
 		} else if (o.format == "csv") {
-			std::printf("test,op,flavor,ranks,size,iterations,mean_%s,min,median,p99%s\n", bw ? "mbs" : "us",
+			std::printf("test,op,sync,flavor,ranks,size,iterations,mean_%s,min,median,p99%s\n", bw ? "mbs" : "us",
 				    bw ? ",memcpy_mbs" : "");
 			for (const Row &r : rows) {
-				std::printf("%s,%s,%s,%d,%ld,%ld,%.4f,%.4f,%.4f,%.4f", o.test.c_str(), o.op.c_str(),
-					    o.flavor.c_str(), size, r.size, r.iterations, r.mean, r.min, r.median, r.p99);
+				std::printf("%s,%s,%s,%s,%d,%ld,%ld,%.4f,%.4f,%.4f,%.4f", o.test.c_str(), o.op.c_str(),
+					    o.sync.c_str(), o.flavor.c_str(), size, r.size, r.iterations, r.mean, r.min, r.median, r.p99);
 				if (bw)
 					std::printf(",%.2f", r.memcpyMBs);
 				std::printf("\n");
 			}
 		} else {
-			std::printf("{\"tool\":\"rmabench\",\"test\":\"%s\",\"op\":\"%s\",\"flavor\":\"%s\",\"ranks\":%d,"
+			std::printf("{\"tool\":\"rmabench\",\"test\":\"%s\",\"op\":\"%s\",\"sync\":\"%s\",\"flavor\":\"%s\",\"ranks\":%d,"
 				    "\"host\":\"%s\",\"binding\":\"%s\",\"page_size\":\"%s\",\"numa_node\":\"%s\",\"unit\":\"%s\","
 				    "\"results\":[",
-				    o.test.c_str(), o.op.c_str(), o.flavor.c_str(), size, host, bind ? bind : "none",
+				    o.test.c_str(), o.op.c_str(), o.sync.c_str(), o.flavor.c_str(), size, host, bind ? bind : "none",
 				    w.pageSize.c_str(), w.node.c_str(), unit);
 			for (size_t i = 0; i < rows.size(); ++i) {
 				const Row &r = rows[i];

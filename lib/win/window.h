@@ -122,7 +122,7 @@ public:
 					std::memcpy(origin, t.base + offset, bytes);
 				pendingOps_ = true;
 				if constexpr (Put)
-					pendingStores_ = true;
+					pendingStores_ |= bytes >= kNonTemporalBytes;
 				return RMA_SUCCESS;
 			}
 		}
@@ -252,8 +252,14 @@ private:
 	bool exposed_ = false;
 	std::vector<int> postGroup_;
 	std::vector<uint32_t> completesExpected_; /* per origin */
+	/*
+	 * memcpy may switch to non-temporal stores for large copies, and
+	 * those are ordered only by an sfence; glibc never does so below
+	 * 16 KiB, so smaller puts spare completion the sfence.
+	 */
+	static constexpr size_t kNonTemporalBytes = 16 << 10;
 	bool pendingOps_ = false;    /* operations issued since the last synchronization */
-	bool pendingStores_ = false; /* some of them stored through memcpy */
+	bool pendingStores_ = false; /* some of them may have used non-temporal stores */
 	uint64_t barriers_ = 0;
 
 	void *localBase_ = nullptr;

@@ -241,7 +241,7 @@ int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target,
 		return RMA_SUCCESS;
 	pendingOps_ = true;
 	if (Put)
-		pendingStores_ = true;
+		pendingStores_ |= static_cast<size_t>(bytes) >= kNonTemporalBytes;
 	return transfer(kCall, view, origin, bytes, Put);
 }
 
