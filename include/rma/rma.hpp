@@ -297,6 +297,65 @@ public:
 	Status fence(int assert = 0) { return Status(rma_win_fence(assert, handle_)); }
 	/** rma_win_sync(). */
 	Status sync() { return Status(rma_win_sync(handle_)); }
+
+	/** rma_win_lock(): RMA_LOCK_SHARED or RMA_LOCK_EXCLUSIVE on @p target. Prefer lockGuard(). */
+	Status lock(int target, int lockType = RMA_LOCK_SHARED, int assert = 0)
+	{
+		return Status(rma_win_lock(lockType, target, assert, handle_));
+	}
+	/** rma_win_unlock(). */
+	Status unlock(int target) { return Status(rma_win_unlock(target, handle_)); }
+	/** rma_win_lock_all(). */
+	Status lockAll(int assert = 0) { return Status(rma_win_lock_all(assert, handle_)); }
+	/** rma_win_unlock_all(). */
+	Status unlockAll() { return Status(rma_win_unlock_all(handle_)); }
+	/** rma_win_flush(), or rma_win_flush_all() without a target. */
+	Status flush(std::optional<int> target = std::nullopt)
+	{
+		return Status(target ? rma_win_flush(*target, handle_) : rma_win_flush_all(handle_));
+	}
+	/** rma_win_flush_local(), or rma_win_flush_local_all() without a target. */
+	Status flushLocal(std::optional<int> target = std::nullopt)
+	{
+		return Status(target ? rma_win_flush_local(*target, handle_) : rma_win_flush_local_all(handle_));
+	}
+	/** rma_win_post() / rma_win_start() over a group handle; rma_win_complete() / rma_win_wait(). */
+	Status post(rma_group group, int assert = 0) { return Status(rma_win_post(group, assert, handle_)); }
+	Status start(rma_group group, int assert = 0) { return Status(rma_win_start(group, assert, handle_)); }
+	Status complete() { return Status(rma_win_complete(handle_)); }
+	Status wait() { return Status(rma_win_wait(handle_)); }
+
+	/**
+	 * @brief A passive-target epoch on one target that ends (unlock) when
+	 *        the guard goes out of scope. status() says whether the lock
+	 *        was taken; unlock() ends it early and reports the result.
+	 */
+	class [[nodiscard]] LockGuard
+	{
+	public:
+		LockGuard(Window &win, int target, int lockType) : win_(&win), target_(target)
+		{
+			status_ = win.lock(target, lockType);
+		}
+		~LockGuard() { (void)unlock(); }
+		LockGuard(const LockGuard &) = delete;
+		LockGuard &operator=(const LockGuard &) = delete;
+		const Status &status() const { return status_; }
+		Status unlock()
+		{
+			if (!status_.ok() || !win_)
+				return Status();
+			Window *w = std::exchange(win_, nullptr);
+			return w->unlock(target_);
+		}
+
+	private:
+		Window *win_;
+		int target_;
+		Status status_;
+	};
+	/** A LockGuard on @p target. */
+	LockGuard lockGuard(int target, int lockType = RMA_LOCK_SHARED) { return LockGuard(*this, target, lockType); }
 	/** rma_win_attach() (dynamic windows). */
 	template<typename T>
 	Status attach(std::span<T> memory)

@@ -64,4 +64,35 @@ TEST(CxxApiTest, WindowRoundTripAndErrorsAsValues)
 		  }));
 }
 
+TEST(CxxApiTest, LockGuardAndPassiveTarget)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+		rma::Environment env;
+		ASSERT_TRUE(env.status().ok());
+		rma::Comm world = rma::Comm::world();
+		int peer = 1 - world.rank();
+		auto win = rma::Window::allocate(4 * sizeof(int), sizeof(int));
+		ASSERT_TRUE(win.ok());
+		{
+			auto guard = win->lockGuard(peer, RMA_LOCK_EXCLUSIVE);
+			ASSERT_TRUE(guard.status().ok()) << guard.status().message();
+			ASSERT_TRUE(win->put(40 + world.rank(), peer, 2).ok());
+			ASSERT_TRUE(win->flush(peer).ok());
+		} /* unlocked here */
+		/* Outside the epoch, operations are refused, as values. */
+		rma::Status outside = win->put(1, peer, 0);
+		EXPECT_EQ(outside.errorClass(), RMA_ERR_RMA_SYNC);
+		ASSERT_TRUE(world.barrier().ok());
+		ASSERT_TRUE(win->sync().ok());
+		EXPECT_EQ(win->local<int>()[2], 40 + peer);
+		ASSERT_TRUE(win->lockAll().ok());
+		int got = 0;
+		ASSERT_TRUE(win->get(std::span<int>(&got, 1), peer, 2).ok());
+		ASSERT_TRUE(win->flushLocal().ok());
+		ASSERT_TRUE(win->unlockAll().ok());
+		EXPECT_EQ(got, 40 + world.rank());
+		ASSERT_TRUE(world.barrier().ok());
+	}));
+}
+
 } /* namespace */
