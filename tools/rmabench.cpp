@@ -96,51 +96,49 @@ bool parse(int argc, char **argv, Options &o)
 			}
 			return true;
 		};
-		const char *v;
+		/* Options that take a word or a number. */
+		const struct {
+			const char *name;
+			std::string *word;
+			long *number;
+			const char *what;
+		} valued[] = {
+			{ "--op", &o.op, nullptr, "put or get" },
+			{ "--flavor", &o.flavor, nullptr, "a window flavor" },
+			{ "--format", &o.format, nullptr, "table, csv or json" },
+			{ "--huge-pages", &o.hugePages, nullptr, "prefer, require or off" },
+			{ "--sync", &o.sync, nullptr, "fence, pscw, lock, lock_all or flush_local" },
+			{ "--min-size", nullptr, &o.minSize, "a number" },
+			{ "--max-size", nullptr, &o.maxSize, "a number" },
+			{ "--iterations", nullptr, &o.iterations, "a number" },
+			{ "--skip", nullptr, &o.skip, "a number" },
+			{ "--window", nullptr, &o.window, "a number" },
+		};
+		bool known = false;
+		for (const auto &opt : valued) {
+			if (a != opt.name)
+				continue;
+			known = true;
+			if (opt.word) {
+				const char *v = next(opt.what);
+				if (!v)
+					return false;
+				*opt.word = v;
+			} else if (!number(*opt.number)) {
+				return false;
+			}
+		}
+		if (known)
+			continue;
 		if (a == "-h" || a == "--help") {
 			usage(stdout);
 			std::exit(0);
-		} else if (a == "--op") {
-			if (!(v = next("put or get")))
-				return false;
-			o.op = v;
-		} else if (a == "--flavor") {
-			if (!(v = next("a flavor")))
-				return false;
-			o.flavor = v;
-		} else if (a == "--format") {
-			if (!(v = next("table, csv or json")))
-				return false;
-			o.format = v;
-		} else if (a == "--sync") {
-			if (!(v = next("fence, pscw, lock, lock_all or flush_local")))
-				return false;
-			o.sync = v;
-		} else if (a == "--busy-target") {
-			o.busyTarget = true;
-		} else if (a == "--huge-pages") {
-			if (!(v = next("prefer, require or off")))
-				return false;
-			o.hugePages = v;
-		} else if (a == "--min-size") {
-			if (!number(o.minSize))
-				return false;
-		} else if (a == "--max-size") {
-			if (!number(o.maxSize))
-				return false;
 		} else if (a == "--size") {
 			if (!number(o.minSize))
 				return false;
 			o.maxSize = o.minSize;
-		} else if (a == "--iterations") {
-			if (!number(o.iterations))
-				return false;
-		} else if (a == "--skip") {
-			if (!number(o.skip))
-				return false;
-		} else if (a == "--window") {
-			if (!number(o.window))
-				return false;
+		} else if (a == "--busy-target") {
+			o.busyTarget = true;
 		} else {
 			std::fprintf(stderr, "rmabench: unknown option '%s'\n", a.c_str());
 			return false;

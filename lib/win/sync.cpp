@@ -93,6 +93,13 @@ int Window::translateGroup(const char *call, const Group &g, std::vector<int> &o
 	return RMA_SUCCESS;
 }
 
+/* The error of a call that needs an epoch the window does not have. */
+int Window::missingEpoch(const char *call, const char *needed) const
+{
+	return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' has no %s open (open: %s)", call, name.c_str(), needed,
+			 describeEpochs().c_str());
+}
+
 /* A fence epoch with no operation in it may give way to another kind of epoch. */
 namespace {
 
@@ -257,8 +264,7 @@ int Window::lockAll(int assert)
 int Window::unlockAll()
 {
 	if (!lockAll_)
-		return makeError(RMA_ERR_RMA_SYNC, "rma_win_unlock_all: window '%s' has no lock_all epoch open (open: %s)",
-				 name.c_str(), describeEpochs().c_str());
+		return missingEpoch("rma_win_unlock_all", "lock_all epoch");
 	completeLocally();
 	if (!(lockAll_ & kLockNoCheck))
 		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
@@ -285,8 +291,7 @@ int Window::flush(const char *call, int target)
 int Window::flushAll(const char *call)
 {
 	if (!lockAll_ && !locksHeld_) [[unlikely]]
-		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' has no passive-target epoch open (open: %s)", call,
-				 name.c_str(), describeEpochs().c_str());
+		return missingEpoch(call, "passive-target epoch (lock or lock_all)");
 	completeLocally();
 	return RMA_SUCCESS;
 }
@@ -375,8 +380,7 @@ int Window::start(const Group &g, int assert)
 int Window::complete()
 {
 	if (!started_)
-		return makeError(RMA_ERR_RMA_SYNC, "rma_win_complete: window '%s' has no access epoch from rma_win_start (open: %s)",
-				 name.c_str(), describeEpochs().c_str());
+		return missingEpoch("rma_win_complete", "access epoch from rma_win_start");
 	completeLocally();
 	const int me = rank();
 	for (int t : startGroup_) {
@@ -394,8 +398,7 @@ int Window::wait()
 {
 	static constexpr const char *kCall = "rma_win_wait";
 	if (!exposed_)
-		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' has no exposure epoch from rma_win_post (open: %s)", kCall,
-				 name.c_str(), describeEpochs().c_str());
+		return missingEpoch(kCall, "exposure epoch from rma_win_post");
 	const int me = rank();
 	for (int o : postGroup_) {
 		uint32_t want = completesExpected_[o];
@@ -413,8 +416,7 @@ int Window::wait()
 int Window::test(int *flag)
 {
 	if (!exposed_)
-		return makeError(RMA_ERR_RMA_SYNC, "rma_win_test: window '%s' has no exposure epoch from rma_win_post (open: %s)",
-				 name.c_str(), describeEpochs().c_str());
+		return missingEpoch("rma_win_test", "exposure epoch from rma_win_post");
 	const int me = rank();
 	for (int o : postGroup_) {
 		/* Acquire: as in wait(). */
