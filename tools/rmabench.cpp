@@ -295,6 +295,24 @@ std::vector<double> timeBlocks(long iters, long block, Fn &&fn)
 	return out;
 }
 
+/* A latency row: @skip warm-up calls of @fn, then @iters timed in blocks of @block. */
+template<typename Fn>
+Row latencyRow(long size, long iters, long skip, long block, Fn &&fn)
+{
+	for (long i = 0; i < skip; ++i)
+		fn();
+	auto blocks = timeBlocks(iters, block, fn);
+	Row row{};
+	row.size = size;
+	row.iterations = iters;
+	double total = 0;
+	for (double b : blocks)
+		total += b;
+	row.mean = total / static_cast<double>(blocks.size()) * 1e6;
+	summarize(blocks, row, 1e6);
+	return row;
+}
+
 /* Page-aligned buffers, as OSU uses (a misaligned source slows rep movsb down). */
 struct PageBuffer {
 	explicit PageBuffer(size_t bytes, char fill)
@@ -467,17 +485,7 @@ int main(int argc, char **argv)
 
 	if (timing && o.test == "fence") {
 		long iters = o.iterations ? o.iterations : 100000;
-		long skip = o.skip ? o.skip : iters / 10;
-		for (long i = 0; i < skip; ++i)
-			fence();
-		auto blocks = timeBlocks(iters, 1000, fence);
-		Row row{ 0, iters, 0, 0, 0, 0 };
-		double total = 0;
-		for (double b : blocks)
-			total += b;
-		row.mean = total / static_cast<double>(blocks.size()) * 1e6;
-		summarize(blocks, row, 1e6);
-		rows.push_back(row);
+		rows.push_back(latencyRow(0, iters, o.skip ? o.skip : iters / 10, 1000, fence));
 		rawBarrier = rawBarrierMicros(iters);
 	} else if (timing && (o.test == "lock" || o.test == "flush")) {
 		/* The synchronization call alone: lock+unlock, or flush in a lock_all epoch. */
@@ -491,33 +499,15 @@ int main(int argc, char **argv)
 				check(rma_win_flush(1, w.win), "rma_win_flush");
 			}
 		};
-		for (long i = 0; i < skip; ++i)
-			sync();
-		auto blocks = timeBlocks(iters, 1000, sync);
-		Row row{ 0, iters, 0, 0, 0, 0 };
-		double total = 0;
-		for (double b : blocks)
-			total += b;
-		row.mean = total / static_cast<double>(blocks.size()) * 1e6;
-		summarize(blocks, row, 1e6);
-		rows.push_back(row);
+		rows.push_back(latencyRow(0, iters, skip, 1000, sync));
 	} else if (timing) {
 		for (long sz = o.minSize; sz <= o.maxSize; sz *= 2) {
 			Row row{};
 			row.size = sz;
 			if (o.test == "latency") {
 				long iters = itersFor(o, sz, passive ? 200000 : 20000, 2000);
-				long skip = o.skip ? o.skip : iters / 10;
-				auto one = [&] { step(sz, 1); };
-				for (long i = 0; i < skip; ++i)
-					one();
-				auto blocks = timeBlocks(iters, passive ? 1000 : 100, one);
-				double total = 0;
-				for (double b : blocks)
-					total += b;
-				row.iterations = iters;
-				row.mean = total / static_cast<double>(blocks.size()) * 1e6;
-				summarize(blocks, row, 1e6);
+				row = latencyRow(sz, iters, o.skip ? o.skip : iters / 10, passive ? 1000 : 100,
+						 [&] { step(sz, 1); });
 			} else {
 				long iters = itersFor(o, sz, 2000, 200);
 				long skip = o.skip ? o.skip : std::max<long>(iters / 10, 1);
