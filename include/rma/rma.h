@@ -138,6 +138,13 @@ typedef struct rma_status rma_status;
 #define RMA_OFFSET RMA_DT_(30)
 #define RMA_COUNT RMA_DT_(31)
 #define RMA_PACKED RMA_DT_(32)
+/* Pair types (MAXLOC/MINLOC): the C struct of the value and an int, with its padding. */
+#define RMA_FLOAT_INT RMA_DT_(33)       /* struct { float v; int i; } */
+#define RMA_DOUBLE_INT RMA_DT_(34)      /* struct { double v; int i; } */
+#define RMA_LONG_INT RMA_DT_(35)        /* struct { long v; int i; } */
+#define RMA_2INT RMA_DT_(36)            /* struct { int v; int i; } */
+#define RMA_SHORT_INT RMA_DT_(37)       /* struct { short v; int i; } */
+#define RMA_LONG_DOUBLE_INT RMA_DT_(38) /* struct { long double v; int i; } */
 
 /* ------------------------------------------------------------------------ */
 /* Constants                                                                */
@@ -437,15 +444,337 @@ RMA_API int rma_info_dup(rma_info info, rma_info *newinfo);
 RMA_API int rma_info_free(rma_info *info);
 
 /* ------------------------------------------------------------------------ */
-/* Datatypes (predefined; derived types come with the datatype engine)      */
+/* Datatypes                                                                */
+/*                                                                          */
+/* A datatype describes one element of a buffer: its type map is a list of */
+/* (basic type, displacement) entries plus a lower bound and an extent; a   */
+/* count of a type is that many copies, each one extent after the previous */
+/* (MPI's rules, including negative strides and resized bounds). Two types  */
+/* match when their type signatures (the sequences of basic types, counts   */
+/* multiplied out) match: data sent as (count, type) must be a prefix of    */
+/* what the receiving (count, type) holds. RMA_PACKED matches any type by   */
+/* bytes; RMA_BYTE matches only RMA_BYTE.                                   */
+/*                                                                          */
+/* Constructors return a new, uncommitted type: commit it before using it  */
+/* in communication or pack/unpack (it may be used to build other types    */
+/* before). Every type made here must be freed with rma_type_free(). A     */
+/* constructor fails with RMA_ERR_NO_MEM when the new type's signature      */
+/* would need more than 2^22 runs of one basic type.                        */
+/* Errors of these calls go to RMA_COMM_SELF's error handler. All of them  */
+/* are local and complete before returning.                                 */
+/*                                                                          */
+/* Large counts: the _c forms take and return rma_count; the _x forms are  */
+/* MPI-3's. A type made by an _c constructor reports its arguments through */
+/* rma_type_get_envelope_c()/rma_type_get_contents_c() only.                */
+/*                                                                          */
+/* Thread safety: constructors, commit, free and set_name on one type must */
+/* be serialized with every other use of that type (RMA_THREAD_SERIALIZED); */
+/* queries and pack/unpack on committed types are thread-safe.              */
 /* ------------------------------------------------------------------------ */
 
-/** @brief Size in bytes of the data in one element of @p datatype. RMA_ERR_TYPE if invalid. */
+/* Array orders of rma_type_create_subarray(). */
+#define RMA_ORDER_C 56
+#define RMA_ORDER_FORTRAN 57
+
+/* Combiners: how a type was made (rma_type_get_envelope()). */
+#define RMA_COMBINER_NAMED 1
+#define RMA_COMBINER_DUP 2
+#define RMA_COMBINER_CONTIGUOUS 3
+#define RMA_COMBINER_VECTOR 4
+#define RMA_COMBINER_HVECTOR 5
+#define RMA_COMBINER_INDEXED 6
+#define RMA_COMBINER_HINDEXED 7
+#define RMA_COMBINER_INDEXED_BLOCK 8
+#define RMA_COMBINER_HINDEXED_BLOCK 9
+#define RMA_COMBINER_STRUCT 10
+#define RMA_COMBINER_SUBARRAY 11
+#define RMA_COMBINER_RESIZED 12
+
+/**
+ * The status of a transfer, as MPI_Status: source, tag and error fields the
+ * application may read, and the amount of data (hidden; read it with
+ * rma_get_count() / rma_get_elements() and set it with
+ * rma_status_set_elements()).
+ */
+struct rma_status { /* typedef'd as rma_status with the handles */
+	int RMA_SOURCE;
+	int RMA_TAG;
+	int RMA_ERROR;
+	int cancelled_;   /* reserved */
+	rma_count bytes_; /* bytes of data the status describes */
+};
+
+/**
+ * @brief A type of @p count copies of @p oldtype, one extent apart (MPI_Type_contiguous).
+ * @param[out] newtype  The new, uncommitted type.
+ * @return RMA_SUCCESS; RMA_ERR_COUNT (count < 0); RMA_ERR_TYPE (invalid oldtype);
+ *         RMA_ERR_ARG (newtype NULL, or the type's extent overflows rma_aint).
+ */
+RMA_API int rma_type_contiguous(int count, rma_datatype oldtype, rma_datatype *newtype);
+/** @brief rma_type_contiguous() with a large count. */
+RMA_API int rma_type_contiguous_c(rma_count count, rma_datatype oldtype, rma_datatype *newtype);
+
+/**
+ * @brief @p count blocks of @p blocklength copies of @p oldtype, block i
+ *        starting i * @p stride extents of oldtype from the first (MPI_Type_vector).
+ *        Strides may be zero or negative.
+ * @return As rma_type_contiguous(); RMA_ERR_ARG for blocklength < 0.
+ */
+RMA_API int rma_type_vector(int count, int blocklength, int stride, rma_datatype oldtype, rma_datatype *newtype);
+/** @brief rma_type_vector() with large counts. */
+RMA_API int rma_type_vector_c(rma_count count, rma_count blocklength, rma_count stride, rma_datatype oldtype,
+			      rma_datatype *newtype);
+
+/** @brief rma_type_vector() with @p stride in bytes (MPI_Type_create_hvector). */
+RMA_API int rma_type_create_hvector(int count, int blocklength, rma_aint stride, rma_datatype oldtype,
+				    rma_datatype *newtype);
+/** @brief rma_type_create_hvector() with large counts. */
+RMA_API int rma_type_create_hvector_c(rma_count count, rma_count blocklength, rma_count stride,
+				      rma_datatype oldtype, rma_datatype *newtype);
+
+/**
+ * @brief @p count blocks, block i of array_of_blocklengths[i] copies of
+ *        @p oldtype at array_of_displacements[i] extents of oldtype (MPI_Type_indexed).
+ * @return As rma_type_vector(); RMA_ERR_ARG also for NULL arrays with count > 0.
+ */
+RMA_API int rma_type_indexed(int count, const int array_of_blocklengths[], const int array_of_displacements[],
+			     rma_datatype oldtype, rma_datatype *newtype);
+/** @brief rma_type_indexed() with large counts. */
+RMA_API int rma_type_indexed_c(rma_count count, const rma_count array_of_blocklengths[],
+			       const rma_count array_of_displacements[], rma_datatype oldtype, rma_datatype *newtype);
+
+/** @brief rma_type_indexed() with displacements in bytes (MPI_Type_create_hindexed). */
+RMA_API int rma_type_create_hindexed(int count, const int array_of_blocklengths[],
+				     const rma_aint array_of_displacements[], rma_datatype oldtype,
+				     rma_datatype *newtype);
+/** @brief rma_type_create_hindexed() with large counts. */
+RMA_API int rma_type_create_hindexed_c(rma_count count, const rma_count array_of_blocklengths[],
+				       const rma_count array_of_displacements[], rma_datatype oldtype,
+				       rma_datatype *newtype);
+
+/** @brief rma_type_indexed() with one block length for all blocks (MPI_Type_create_indexed_block). */
+RMA_API int rma_type_create_indexed_block(int count, int blocklength, const int array_of_displacements[],
+					  rma_datatype oldtype, rma_datatype *newtype);
+/** @brief rma_type_create_indexed_block() with large counts. */
+RMA_API int rma_type_create_indexed_block_c(rma_count count, rma_count blocklength,
+					    const rma_count array_of_displacements[], rma_datatype oldtype,
+					    rma_datatype *newtype);
+
+/** @brief rma_type_create_hindexed() with one block length (MPI_Type_create_hindexed_block). */
+RMA_API int rma_type_create_hindexed_block(int count, int blocklength, const rma_aint array_of_displacements[],
+					   rma_datatype oldtype, rma_datatype *newtype);
+/** @brief rma_type_create_hindexed_block() with large counts. */
+RMA_API int rma_type_create_hindexed_block_c(rma_count count, rma_count blocklength,
+					     const rma_count array_of_displacements[], rma_datatype oldtype,
+					     rma_datatype *newtype);
+
+/**
+ * @brief @p count blocks, block i of array_of_blocklengths[i] copies of
+ *        array_of_types[i] at array_of_displacements[i] bytes (MPI_Type_create_struct).
+ *
+ * As in MPI, the extent is rounded up to the strictest alignment of the
+ * basic types inside (so it matches the C struct's sizeof), unless a
+ * resized type is part of it.
+ * @return As rma_type_indexed(); RMA_ERR_TYPE if any of the types is invalid.
+ */
+RMA_API int rma_type_create_struct(int count, const int array_of_blocklengths[],
+				   const rma_aint array_of_displacements[], const rma_datatype array_of_types[],
+				   rma_datatype *newtype);
+/** @brief rma_type_create_struct() with large counts. */
+RMA_API int rma_type_create_struct_c(rma_count count, const rma_count array_of_blocklengths[],
+				     const rma_count array_of_displacements[], const rma_datatype array_of_types[],
+				     rma_datatype *newtype);
+
+/**
+ * @brief The @p ndims dimensional block subsizes[] at starts[] of an array of
+ *        sizes[] elements of @p oldtype (MPI_Type_create_subarray).
+ *
+ * @p order: RMA_ORDER_C (last index fastest) or RMA_ORDER_FORTRAN (first
+ * index fastest). The new type's lb is 0 and its extent the whole array's.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_ARG for ndims < 1, sizes < 1,
+ *         subsizes outside 1..sizes, starts outside 0..sizes-subsizes, an
+ *         unknown order, NULL arrays or an extent that overflows.
+ */
+RMA_API int rma_type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+				     const int array_of_starts[], int order, rma_datatype oldtype,
+				     rma_datatype *newtype);
+/** @brief rma_type_create_subarray() with large counts. */
+RMA_API int rma_type_create_subarray_c(int ndims, const rma_count array_of_sizes[],
+				       const rma_count array_of_subsizes[], const rma_count array_of_starts[], int order,
+				       rma_datatype oldtype, rma_datatype *newtype);
+
+/**
+ * @brief @p oldtype with lower bound @p lb and extent @p extent (MPI_Type_create_resized);
+ *        the data and true bounds are unchanged.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_ARG (newtype NULL, lb + extent overflows).
+ */
+RMA_API int rma_type_create_resized(rma_datatype oldtype, rma_aint lb, rma_aint extent, rma_datatype *newtype);
+/** @brief rma_type_create_resized() with rma_count bounds. */
+RMA_API int rma_type_create_resized_c(rma_datatype oldtype, rma_count lb, rma_count extent,
+				      rma_datatype *newtype);
+
+/**
+ * @brief A new type with the type map of @p oldtype, committed if oldtype is
+ *        (MPI_Type_dup; combiner RMA_COMBINER_DUP).
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_ARG for newtype NULL.
+ */
+RMA_API int rma_type_dup(rma_datatype oldtype, rma_datatype *newtype);
+
+/**
+ * @brief Commit a type: flatten it once into the block list that drives
+ *        every transfer. Committing a committed or predefined type does nothing.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid handle); RMA_ERR_ARG (NULL);
+ *         RMA_ERR_NO_MEM if the block list would exceed 2^22 runs.
+ */
+RMA_API int rma_type_commit(rma_datatype *datatype);
+
+/**
+ * @brief Free a type and set *datatype to RMA_DATATYPE_NULL.
+ *
+ * Types built from it and operations still using it keep it alive until
+ * they are freed or complete; the handle is invalid at once.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE for an invalid or predefined type; RMA_ERR_ARG (NULL).
+ */
+RMA_API int rma_type_free(rma_datatype *datatype);
+
+/** @brief Name a type (used in error messages). RMA_ERR_ARG if longer than RMA_MAX_OBJECT_NAME-1. */
+RMA_API int rma_type_set_name(rma_datatype datatype, const char *type_name);
+/** @brief A type's name ("RMA_INT", or a description of a derived type); @p resultlen gets its length. */
+RMA_API int rma_type_get_name(rma_datatype datatype, char *type_name, int *resultlen);
+
+/**
+ * @brief Bytes of data in one element of @p datatype (gaps excluded).
+ * @param[out] size  The size, or RMA_UNDEFINED if it does not fit an int.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE if invalid; RMA_ERR_ARG for NULL.
+ */
 RMA_API int rma_type_size(rma_datatype datatype, int *size);
 /** @brief rma_type_size() with an rma_count result. */
 RMA_API int rma_type_size_x(rma_datatype datatype, rma_count *size);
-/** @brief Lower bound and extent of @p datatype. RMA_ERR_TYPE if invalid. */
+/** @brief rma_type_size() with an rma_count result (MPI-4 name). */
+RMA_API int rma_type_size_c(rma_datatype datatype, rma_count *size);
+
+/** @brief Lower bound and extent of @p datatype. RMA_ERR_TYPE if invalid; RMA_ERR_ARG for NULL. */
 RMA_API int rma_type_get_extent(rma_datatype datatype, rma_aint *lb, rma_aint *extent);
+/** @brief rma_type_get_extent() with rma_count results. */
+RMA_API int rma_type_get_extent_x(rma_datatype datatype, rma_count *lb, rma_count *extent);
+/** @brief rma_type_get_extent() with rma_count results (MPI-4 name). */
+RMA_API int rma_type_get_extent_c(rma_datatype datatype, rma_count *lb, rma_count *extent);
+
+/**
+ * @brief The bytes the data of one element actually spans: lowest byte and
+ *        distance to one past the highest, whatever the bounds say (both 0
+ *        for a type with no data). Errors as rma_type_get_extent().
+ */
+RMA_API int rma_type_get_true_extent(rma_datatype datatype, rma_aint *true_lb, rma_aint *true_extent);
+/** @brief rma_type_get_true_extent() with rma_count results. */
+RMA_API int rma_type_get_true_extent_x(rma_datatype datatype, rma_count *true_lb, rma_count *true_extent);
+/** @brief rma_type_get_true_extent() with rma_count results (MPI-4 name). */
+RMA_API int rma_type_get_true_extent_c(rma_datatype datatype, rma_count *true_lb, rma_count *true_extent);
+
+/**
+ * @brief How @p datatype was made: its combiner (RMA_COMBINER_*) and how many
+ *        integers, addresses and types rma_type_get_contents() returns.
+ *        Predefined types (pair types included) are RMA_COMBINER_NAMED, with 0 of each.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid, or made by an _c constructor
+ *         with arguments that need rma_type_get_envelope_c()); RMA_ERR_ARG for NULL.
+ */
+RMA_API int rma_type_get_envelope(rma_datatype datatype, int *num_integers, int *num_addresses,
+				  int *num_datatypes, int *combiner);
+/** @brief rma_type_get_envelope() for every type, with the count of large-count arguments. */
+RMA_API int rma_type_get_envelope_c(rma_datatype datatype, rma_count *num_integers, rma_count *num_addresses,
+				    rma_count *num_large_counts, rma_count *num_datatypes, int *combiner);
+
+/**
+ * @brief The arguments @p datatype was made with, in MPI's layout for its
+ *        combiner (e.g. vector: integers {count, blocklength, stride}, types {oldtype}).
+ *
+ * Returned derived types are new handles the caller must free (predefined
+ * ones are returned as they are).
+ * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid; or made by an _c constructor);
+ *         RMA_ERR_ARG for a predefined type, a max_* smaller than the
+ *         envelope's count, or NULL arrays that are needed.
+ */
+RMA_API int rma_type_get_contents(rma_datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+				  int array_of_integers[], rma_aint array_of_addresses[],
+				  rma_datatype array_of_datatypes[]);
+/** @brief rma_type_get_contents() for every type, with large-count arguments. */
+RMA_API int rma_type_get_contents_c(rma_datatype datatype, rma_count max_integers, rma_count max_addresses,
+				    rma_count max_large_counts, rma_count max_datatypes, int array_of_integers[],
+				    rma_aint array_of_addresses[], rma_count array_of_large_counts[],
+				    rma_datatype array_of_datatypes[]);
+
+/**
+ * @brief Make @p status describe @p count basic elements of a buffer of
+ *        @p datatype (MPI_Status_set_elements): rma_get_elements() with the
+ *        same type then returns @p count.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_COUNT (count < 0); RMA_ERR_ARG (NULL status).
+ */
+RMA_API int rma_status_set_elements(rma_status *status, rma_datatype datatype, int count);
+/** @brief rma_status_set_elements() with a large count. */
+RMA_API int rma_status_set_elements_x(rma_status *status, rma_datatype datatype, rma_count count);
+/** @brief rma_status_set_elements() with a large count (MPI-4 name). */
+RMA_API int rma_status_set_elements_c(rma_status *status, rma_datatype datatype, rma_count count);
+
+/**
+ * @brief How many whole elements of @p datatype @p status describes
+ *        (MPI_Get_count): RMA_UNDEFINED if the data is not a whole number of
+ *        them or the number does not fit; 0 for a type of size 0.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_ARG (NULL).
+ */
+RMA_API int rma_get_count(const rma_status *status, rma_datatype datatype, int *count);
+/** @brief rma_get_count() with a large count. */
+RMA_API int rma_get_count_c(const rma_status *status, rma_datatype datatype, rma_count *count);
+
+/**
+ * @brief How many basic elements of @p datatype's type map @p status
+ *        describes (MPI_Get_elements): RMA_UNDEFINED if the data ends inside
+ *        a basic element or the number does not fit.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_ARG (NULL).
+ */
+RMA_API int rma_get_elements(const rma_status *status, rma_datatype datatype, int *count);
+/** @brief rma_get_elements() with a large count. */
+RMA_API int rma_get_elements_x(const rma_status *status, rma_datatype datatype, rma_count *count);
+/** @brief rma_get_elements() with a large count (MPI-4 name). */
+RMA_API int rma_get_elements_c(const rma_status *status, rma_datatype datatype, rma_count *count);
+
+/**
+ * @brief Pack @p incount elements of @p datatype at @p inbuf into @p outbuf
+ *        (@p outsize bytes) at byte *@p position, and advance *position.
+ *
+ * The packed form is the data bytes in type-map order (the host's
+ * representation); it is read by rma_unpack() or as RMA_PACKED.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid or uncommitted type);
+ *         RMA_ERR_COUNT (incount < 0); RMA_ERR_COMM; RMA_ERR_ARG (NULL
+ *         position, *position outside 0..outsize); RMA_ERR_TRUNCATE if the
+ *         data does not fit (nothing is written).
+ */
+RMA_API int rma_pack(const void *inbuf, int incount, rma_datatype datatype, void *outbuf, int outsize,
+		     int *position, rma_comm comm);
+/** @brief rma_pack() with large counts. */
+RMA_API int rma_pack_c(const void *inbuf, rma_count incount, rma_datatype datatype, void *outbuf,
+		       rma_count outsize, rma_count *position, rma_comm comm);
+
+/**
+ * @brief Unpack @p outcount elements of @p datatype into @p outbuf from
+ *        @p inbuf (@p insize bytes) at byte *@p position, and advance *position.
+ * @return As rma_pack(); RMA_ERR_TRUNCATE if @p inbuf holds less than
+ *         the elements need (nothing is written); RMA_ERR_TYPE also for a
+ *         type with overlapping entries.
+ */
+RMA_API int rma_unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+		       rma_datatype datatype, rma_comm comm);
+/** @brief rma_unpack() with large counts. */
+RMA_API int rma_unpack_c(const void *inbuf, rma_count insize, rma_count *position, void *outbuf,
+			 rma_count outcount, rma_datatype datatype, rma_comm comm);
+
+/**
+ * @brief Bytes rma_pack() needs for @p incount elements of @p datatype
+ *        (RMA_UNDEFINED in *size if it does not fit an int).
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_COUNT; RMA_ERR_COMM; RMA_ERR_ARG.
+ */
+RMA_API int rma_pack_size(int incount, rma_datatype datatype, rma_comm comm, int *size);
+/** @brief rma_pack_size() with large counts. */
+RMA_API int rma_pack_size_c(rma_count incount, rma_datatype datatype, rma_comm comm, rma_count *size);
 
 /* ------------------------------------------------------------------------ */
 /* Memory                                                                   */

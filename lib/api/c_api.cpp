@@ -695,42 +695,6 @@ RMA_EXPORT int rma_info_free(rma_info *info)
 	return RMA_SUCCESS;
 }
 
-/* ---- Datatypes ------------------------------------------------------------ */
-
-RMA_EXPORT int rma_type_size(rma_datatype datatype, int *size)
-{
-	const Datatype *t = toDatatype(datatype);
-	if (!t)
-		return selfError(makeError(RMA_ERR_TYPE, "rma_type_size: not a valid datatype"));
-	if (!size)
-		return nullArg("rma_type_size", "size");
-	*size = t->size > INT32_MAX ? RMA_UNDEFINED : static_cast<int>(t->size);
-	return RMA_SUCCESS;
-}
-
-RMA_EXPORT int rma_type_size_x(rma_datatype datatype, rma_count *size)
-{
-	const Datatype *t = toDatatype(datatype);
-	if (!t)
-		return selfError(makeError(RMA_ERR_TYPE, "rma_type_size_x: not a valid datatype"));
-	if (!size)
-		return nullArg("rma_type_size_x", "size");
-	*size = t->size;
-	return RMA_SUCCESS;
-}
-
-RMA_EXPORT int rma_type_get_extent(rma_datatype datatype, rma_aint *lb, rma_aint *extent)
-{
-	const Datatype *t = toDatatype(datatype);
-	if (!t)
-		return selfError(makeError(RMA_ERR_TYPE, "rma_type_get_extent: not a valid datatype"));
-	if (!lb || !extent)
-		return nullArg("rma_type_get_extent", "lb or extent");
-	*lb = t->lb;
-	*extent = t->extent;
-	return RMA_SUCCESS;
-}
-
 /* ---- Memory --------------------------------------------------------------- */
 
 RMA_EXPORT int rma_alloc_mem(rma_aint size, rma_info info, void *baseptr)
