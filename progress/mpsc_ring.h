@@ -62,7 +62,18 @@
  * record is lost; every other record keeps its place and its producer's
  * FIFO order. If any candidate is alive, the consumer waits another stallNs.
  * Without a liveness callback the consumer waits forever. A producer id must
- * not be reused by a new process while the dead one's slot may be pending.
+ * not be reused by a new process while the dead one's slot may be pending;
+ * a dead producer's staged bytes are not given back, so its id stays
+ * retired until the ring is initialised again.
+ *
+ * Staging (payloads longer than inlineBytes()): each producer owns a byte
+ * ring of stageBytes; records take contiguous runs rounded to 64 B, skipping
+ * the ring's tail end when a record does not fit before it (the skip is in
+ * the slot header, stagePad). The consumer frees runs in order, which per
+ * producer is claim order. Limits: one staged record is at most stageBytes
+ * (else TooBig); a producer with more staged bytes outstanding than that
+ * gets Again, even if the slots have room; staging costs producers *
+ * stageBytes of shared memory, chosen at init.
  *
  * Memory orderings (each release with the acquire it pairs with):
  *   R1 tail CAS (release), tryClaim  -> A1 tail load (acquire), stall path:

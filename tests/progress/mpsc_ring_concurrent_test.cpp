@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -150,52 +151,55 @@ MpscRingConfig smallRing(uint32_t producers)
 	return { .slots = 8, .slotBytes = 128, .producers = producers, .stageBytes = 4096 };
 }
 
+/* Each test gets a small ring for GetParam() producers in memory its children share. */
 class MpscRingConcurrentTest : public ::testing::TestWithParam<uint32_t>
-{};
+{
+protected:
+	void SetUp() override
+	{
+		producers_ = GetParam();
+		count_ = 20000 / producers_;
+		const MpscRingConfig config = smallRing(producers_);
+		bytes_ = MpscRing::bytesFor(config);
+		mem_ = std::make_unique<SharedMemory>(bytes_);
+		ASSERT_NE(mem_->data(), nullptr);
+		ASSERT_TRUE(MpscRing::init(mem_->data(), bytes_, config).ok());
+	}
+
+	uint32_t producers_ = 0;
+	uint32_t count_ = 0;
+	std::size_t bytes_ = 0;
+	std::unique_ptr<SharedMemory> mem_;
+};
 
 TEST_P(MpscRingConcurrentTest, ProcessesKeepPerProducerFifo)
 {
-	const uint32_t producers = GetParam();
-	const uint32_t count = 20000 / producers;
-	const MpscRingConfig config = smallRing(producers);
-	const std::size_t bytes = MpscRing::bytesFor(config);
-	SharedMemory mem(bytes);
-	ASSERT_NE(mem.data(), nullptr);
-	ASSERT_TRUE(MpscRing::init(mem.data(), bytes, config).ok());
-
 	test::RanksOptions options;
 	options.timeoutSeconds = 30;
-	EXPECT_RANKS_PASS(test::runRanks(static_cast<int>(producers) + 1, [&](int rank) {
-		auto ring = MpscRing::attach(mem.data(), bytes);
+	EXPECT_RANKS_PASS(test::runRanks(static_cast<int>(producers_) + 1, [&](int rank) {
+		auto ring = MpscRing::attach(mem_->data(), bytes_);
 		ASSERT_TRUE(ring.ok());
 		if (rank == 0)
-			consume(*ring, producers, count, std::chrono::seconds(20));
+			consume(*ring, producers_, count_, std::chrono::seconds(20));
 		else
-			EXPECT_TRUE(produce(*ring, static_cast<uint32_t>(rank - 1), count));
+			EXPECT_TRUE(produce(*ring, static_cast<uint32_t>(rank - 1), count_));
 	}, options));
 }
 
 TEST_P(MpscRingConcurrentTest, ThreadsKeepPerProducerFifo)
 {
-	const uint32_t producers = GetParam();
-	const uint32_t count = 20000 / producers;
-	const MpscRingConfig config = smallRing(producers);
-	const std::size_t bytes = MpscRing::bytesFor(config);
-	SharedMemory mem(bytes);
-	ASSERT_NE(mem.data(), nullptr);
-	auto ring = MpscRing::init(mem.data(), bytes, config);
-	ASSERT_TRUE(ring.ok());
-
 	std::atomic<uint32_t> failures{ 0 };
 	std::vector<std::thread> threads;
-	for (uint32_t p = 0; p < producers; p++) {
+	for (uint32_t p = 0; p < producers_; p++) {
 		threads.emplace_back([&, p] {
-			auto mine = MpscRing::attach(mem.data(), bytes);
-			if (!mine.ok() || !produce(*mine, p, count))
+			auto mine = MpscRing::attach(mem_->data(), bytes_);
+			if (!mine.ok() || !produce(*mine, p, count_))
 				failures++;
 		});
 	}
-	consume(*ring, producers, count, std::chrono::seconds(20));
+	auto ring = MpscRing::attach(mem_->data(), bytes_);
+	ASSERT_TRUE(ring.ok());
+	consume(*ring, producers_, count_, std::chrono::seconds(20));
 	for (std::thread &t : threads)
 		t.join();
 	EXPECT_EQ(failures.load(), 0u);

@@ -294,14 +294,21 @@ struct Liveness {
 	}
 };
 
+/* Producer 1 claims position 0 and does not publish it; producer 2 writes behind it. */
+MpscClaim stallBehindClaim(MpscRing &ring, Liveness &liveness)
+{
+	ring.setLiveness(&Liveness::check, &liveness, 0);
+	MpscClaim claim;
+	EXPECT_EQ(ring.tryClaim(1, 1, 4, &claim), MpscStatus::Ok);
+	EXPECT_EQ(ring.tryWrite(2, 2, {}), MpscStatus::Ok);
+	return claim;
+}
+
 TEST_F(MpscRingTest, WaitsForLiveClaimer)
 {
 	MpscRing ring = make(small());
 	Liveness liveness;
-	ring.setLiveness(&Liveness::check, &liveness, 0);
-	MpscClaim claim;
-	ASSERT_EQ(ring.tryClaim(1, 1, 0, &claim), MpscStatus::Ok);
-	ASSERT_EQ(ring.tryWrite(2, 2, {}), MpscStatus::Ok);
+	MpscClaim claim = stallBehindClaim(ring, liveness);
 	for (int i = 0; i < 5; i++)
 		EXPECT_EQ(drain(ring), 0);
 	EXPECT_GT(liveness.calls, 0);
@@ -314,10 +321,7 @@ TEST_F(MpscRingTest, SkipsSlotOfDeadClaimer)
 {
 	MpscRing ring = make(small());
 	Liveness liveness;
-	ring.setLiveness(&Liveness::check, &liveness, 0);
-	MpscClaim claim;
-	ASSERT_EQ(ring.tryClaim(1, 1, 4, &claim), MpscStatus::Ok);
-	ASSERT_EQ(ring.tryWrite(2, 2, {}), MpscStatus::Ok);
+	(void)stallBehindClaim(ring, liveness);
 	ASSERT_EQ(ring.tryWrite(0, 3, {}), MpscStatus::Ok);
 	liveness.alive[1] = false;
 
