@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's type maps: flattened forms, copies between layouts, the
+ * block walks of the cross-memory path, footprints and overlap checks, each
+ * against the naive reference expansion.
+ */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <string>
+
+#include <rma/rma.h>
+
+#include "datatype/datatype.h"
+#include "datatype/type_test_util.h"
+
+using namespace rmatest;
+using librma::BlockRun;
+using librma::Datatype;
+
+namespace {
+
+/* A named zoo of types, every one committed; kept alive by the fixture. */
+class TypeZoo : public ::testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		add("double", RMA_DOUBLE, false);
+		add("short_int", RMA_SHORT_INT, false);
+		rma_datatype t;
+		ASSERT_EQ(rma_type_contiguous(6, RMA_INT, &t), RMA_SUCCESS);
+		add("contiguous", t);
+		ASSERT_EQ(rma_type_vector(3, 2, 5, RMA_INT, &t), RMA_SUCCESS);
+		add("vector", t);
+		ASSERT_EQ(rma_type_vector(4, 1, -3, RMA_SHORT, &t), RMA_SUCCESS);
+		add("negative_vector", t);
+		int lengths[] = { 2, 1, 3 };
+		int disps[] = { 7, 0, 3 };
+		ASSERT_EQ(rma_type_indexed(3, lengths, disps, RMA_INT, &t), RMA_SUCCESS);
+		add("indexed", t);
+		struct S {
+			char c;
+			double d;
+			short s[3];
+		};
+		int slen[] = { 1, 1, 3 };
+		rma_aint sdisp[] = { offsetof(S, c), offsetof(S, d), offsetof(S, s) };
+		rma_datatype stypes[] = { RMA_CHAR, RMA_DOUBLE, RMA_SHORT };
+		ASSERT_EQ(rma_type_create_struct(3, slen, sdisp, stypes, &t), RMA_SUCCESS);
+		add("struct", t);
+		int sizes[] = { 4, 3, 5 }, sub[] = { 2, 2, 3 }, starts[] = { 1, 0, 2 };
+		ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_C, RMA_INT, &t), RMA_SUCCESS);
+		add("subarray_c", t);
+		ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_FORTRAN, RMA_INT, &t), RMA_SUCCESS);
+		add("subarray_f", t);
+		ASSERT_EQ(rma_type_create_resized(get("vector"), -8, 20, &t), RMA_SUCCESS);
+		add("resized_vector", t);
+		rma_datatype inner;
+		ASSERT_EQ(rma_type_create_hvector(2, 1, 24, get("struct"), &inner), RMA_SUCCESS);
+		OwnedType ownedInner(inner, false);
+		int nlen[] = { 1, 2 };
+		rma_aint ndisp[] = { 100, 0 };
+		rma_datatype ntypes[] = { inner, get("negative_vector") };
+		ASSERT_EQ(rma_type_create_struct(2, nlen, ndisp, ntypes, &t), RMA_SUCCESS);
+		add("nested", t);
+	}
+
+	void add(const std::string &name, rma_datatype t, bool owned = true)
+	{
+		names_.push_back(name);
+		if (owned)
+			types_.emplace_back(t);
+		else
+			types_.emplace_back();
+		handles_.push_back(t);
+	}
+
+	rma_datatype get(const std::string &name) const
+	{
+		for (size_t i = 0; i < names_.size(); ++i)
+			if (names_[i] == name)
+				return handles_[i];
+		ADD_FAILURE() << "no type " << name;
+		return RMA_DATATYPE_NULL;
+	}
+
+	std::vector<std::string> names_;
+	std::vector<OwnedType> types_;
+	std::vector<rma_datatype> handles_;
+};
+
+/* The byte offsets the engine's flattened form of @count x @t walks, in order. */
+std::vector<int64_t> engineBytes(const Datatype &t, rma_count count, rma_count bytes)
+{
+	std::vector<int64_t> out;
+	librma::forEachBlock(t, count, bytes, [&](rma_aint off, rma_count n) {
+		for (rma_count b = 0; b < n; ++b)
+			out.push_back(off + b);
+		return 0;
+	});
+	return out;
+}
+
+TEST_F(TypeZoo, FlattenedBlocksWalkTheTypeMapInOrder)
+{
+	for (size_t i = 0; i < names_.size(); ++i) {
+		SCOPED_TRACE(names_[i]);
+		RefType r = refOf(handles_[i]);
+		const Datatype &t = engine(handles_[i]);
+		for (rma_count count : { 1, 3 }) {
+			std::vector<int64_t> want = refBytes(r, count);
+			EXPECT_EQ(engineBytes(t, count, t.size * count), want) << count;
+			/* Cut short inside a block. */
+			want.resize(want.size() / 2 + 1);
+			EXPECT_EQ(engineBytes(t, count, static_cast<rma_count>(want.size())), want) << count;
+		}
+	}
+}
+
+TEST_F(TypeZoo, CopiesBetweenEveryPairOfLayoutsAsTheReference)
+{
+	for (size_t a = 0; a < names_.size(); ++a) {
+		for (size_t b = 0; b < names_.size(); ++b) {
+			SCOPED_TRACE(names_[a] + " <- " + names_[b]);
+			RefType ra = refOf(handles_[a]), rb = refOf(handles_[b]);
+			const Datatype &ta = engine(handles_[a]), &tb = engine(handles_[b]);
+			const rma_count ca = 3, cb = 2;
+			rma_count bytes = std::min(ta.size * ca, tb.size * cb);
+			auto [alo, ahi] = refFootprint(ra, ca);
+			auto [blo, bhi] = refFootprint(rb, cb);
+			std::vector<std::byte> src(bhi - blo), dst(ahi - alo + 1), want;
+			for (size_t k = 0; k < src.size(); ++k)
+				src[k] = std::byte(k * 7 + 1);
+			std::memset(dst.data(), 0xee, dst.size());
+			want = dst;
+			librma::copyTyped(dst.data() - alo, ta, ca, src.data() - blo, tb, cb, bytes);
+			refCopy(want.data() - alo, ra, ca, src.data() - blo, rb, cb, bytes);
+			/* Bytes outside the receiver's entries (padding) keep 0xee. */
+			ASSERT_EQ(dst, want);
+		}
+	}
+}
+
+TEST(Flatten, VectorStaysOneStridedRun)
+{
+	rma_datatype t;
+	ASSERT_EQ(rma_type_vector(1024, 8, 16, RMA_DOUBLE, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	const auto &blocks = engine(t).detail->blocks;
+	ASSERT_EQ(blocks.size(), 1u);
+	EXPECT_EQ(blocks[0].offset, 0);
+	EXPECT_EQ(blocks[0].stride, 128);
+	EXPECT_EQ(blocks[0].length, 64);
+	EXPECT_EQ(blocks[0].count, 1024);
+	EXPECT_FALSE(engine(t).isContiguous());
+}
+
+TEST(Flatten, SubarrayIsOneRunPerOuterRow)
+{
+	int sizes[] = { 10, 20, 30 }, sub[] = { 4, 5, 6 }, starts[] = { 1, 2, 3 };
+	rma_datatype t;
+	ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_C, RMA_DOUBLE, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	const auto &blocks = engine(t).detail->blocks;
+	ASSERT_EQ(blocks.size(), 4u);
+	for (const BlockRun &r : blocks) {
+		EXPECT_EQ(r.count, 5);
+		EXPECT_EQ(r.length, 6 * 8);
+		EXPECT_EQ(r.stride, 30 * 8);
+	}
+}
+
+TEST(Flatten, ContiguousLayoutsCollapseToOneBlock)
+{
+	/* Two halves given separately, a contiguous of a contiguous, a vector with stride = blocklength. */
+	int lengths[] = { 2, 3 };
+	int disps[] = { 0, 2 };
+	rma_datatype a, b, inner, c;
+	ASSERT_EQ(rma_type_indexed(2, lengths, disps, RMA_INT, &a), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_contiguous(3, RMA_DOUBLE, &inner), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_contiguous(4, inner, &b), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_vector(5, 2, 2, RMA_SHORT, &c), RMA_SUCCESS);
+	OwnedType oa(a), ob(b), oi(inner, false), oc(c);
+	for (rma_datatype t : { a, b, c }) {
+		EXPECT_TRUE(engine(t).isContiguous());
+		EXPECT_EQ(engine(t).detail->blocks.size(), 1u);
+	}
+	/* lb does not move the data: a resized contiguous type with extent == size stays contiguous. */
+	rma_datatype r;
+	ASSERT_EQ(rma_type_create_resized(b, -16, 96, &r), RMA_SUCCESS);
+	OwnedType orr(r);
+	EXPECT_TRUE(engine(r).isContiguous());
+	/* A gap at the end (extent > size) is not. */
+	ASSERT_EQ(rma_type_create_resized(b, 0, 100, &r), RMA_SUCCESS);
+	OwnedType orr2(r);
+	EXPECT_FALSE(engine(r).isContiguous());
+}
+
+TEST(Flatten, HugeContiguousCountsStayOneBlock)
+{
+	rma_datatype t;
+	ASSERT_EQ(rma_type_contiguous_c(rma_count(1) << 40, RMA_BYTE, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	EXPECT_TRUE(engine(t).isContiguous());
+	EXPECT_EQ(engine(t).size, rma_count(1) << 40);
+}
+
+TEST(CopyTyped, ContiguousOnBothSidesIsOneMemcpy)
+{
+	std::vector<double> src(100), dst(100, -1);
+	std::iota(src.begin(), src.end(), 0.0);
+	rma_datatype t;
+	ASSERT_EQ(rma_type_contiguous(10, RMA_DOUBLE, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	int pieces = 0;
+	librma::forEachBlockPair(engine(t), 10, engine(RMA_DOUBLE), 100, 800, [&](rma_aint, rma_aint, rma_count n) {
+		++pieces;
+		EXPECT_EQ(n, 800);
+		return 0;
+	});
+	EXPECT_EQ(pieces, 1);
+	librma::copyTyped(reinterpret_cast<std::byte *>(dst.data()), engine(t), 10,
+			  reinterpret_cast<const std::byte *>(src.data()), engine(RMA_DOUBLE), 100, 800);
+	EXPECT_EQ(dst, src);
+}
+
+TEST(CopyTyped, NeverWritesTheReceiversPadding)
+{
+	struct S {
+		char c;
+		double d;
+	};
+	int lengths[] = { 1, 1 };
+	rma_aint disps[] = { offsetof(S, c), offsetof(S, d) };
+	rma_datatype types[] = { RMA_CHAR, RMA_DOUBLE };
+	rma_datatype t;
+	ASSERT_EQ(rma_type_create_struct(2, lengths, disps, types, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	S in[4] = { { 'a', 1.0 }, { 'b', 2.0 }, { 'c', 3.0 }, { 'd', 4.0 } };
+	std::vector<std::byte> packed(4 * 9), out(sizeof(in));
+	std::memset(out.data(), 0x5a, out.size());
+	librma::copyTyped(packed.data(), engine(RMA_BYTE), 36, reinterpret_cast<std::byte *>(in), engine(t), 4, 36);
+	librma::copyTyped(out.data(), engine(t), 4, packed.data(), engine(RMA_BYTE), 36, 36);
+	for (int i = 0; i < 4; ++i) {
+		S s;
+		std::memcpy(&s, out.data() + i * sizeof(S), sizeof(S));
+		EXPECT_EQ(s.c, in[i].c);
+		EXPECT_EQ(s.d, in[i].d);
+		for (size_t b = 1; b < offsetof(S, d); ++b)
+			EXPECT_EQ(out[i * sizeof(S) + b], std::byte(0x5a)) << "padding byte " << b << " of " << i;
+	}
+}
+
+TEST(FillIovecs, PairsHaveEqualLengthsAndRespectTheLimit)
+{
+	rma_datatype v;
+	int lengths[] = { 3, 1, 2 };
+	int disps[] = { 0, 5, 9 };
+	ASSERT_EQ(rma_type_vector(50, 3, 7, RMA_INT, &v), RMA_SUCCESS);
+	rma_datatype x;
+	ASSERT_EQ(rma_type_indexed(3, lengths, disps, RMA_INT, &x), RMA_SUCCESS);
+	OwnedType ov(v), ox(x);
+	const rma_count bytes = 50 * 12;
+	librma::BlockPairCursor c(engine(v), 1, engine(x), 25, bytes);
+	std::vector<std::byte> a(50 * 7 * 4), b(25 * 44);
+	for (size_t k = 0; k < b.size(); ++k)
+		b[k] = std::byte(k);
+	iovec aIov[7], bIov[7];
+	size_t chunk = 0, total = 0, calls = 0;
+	const uintptr_t bBase = reinterpret_cast<uintptr_t>(b.data());
+	while (size_t n = librma::fillIovecs(c, a.data(), bBase, aIov, bIov, 7, chunk)) {
+		ASSERT_LE(n, 7u);
+		size_t sum = 0;
+		for (size_t i = 0; i < n; ++i) {
+			ASSERT_EQ(aIov[i].iov_len, bIov[i].iov_len);
+			std::memcpy(aIov[i].iov_base, bIov[i].iov_base, aIov[i].iov_len);
+			sum += aIov[i].iov_len;
+		}
+		EXPECT_EQ(sum, chunk);
+		total += chunk;
+		++calls;
+	}
+	EXPECT_EQ(total, static_cast<size_t>(bytes));
+	EXPECT_GT(calls, 1u);
+	std::vector<std::byte> want(a.size());
+	refCopy(want.data(), refOf(v), 1, b.data(), refOf(x), 25, bytes);
+	EXPECT_EQ(a, want);
+}
+
+TEST_F(TypeZoo, FootprintIsTheReferencesTouchedRange)
+{
+	for (size_t i = 0; i < names_.size(); ++i) {
+		SCOPED_TRACE(names_[i]);
+		RefType r = refOf(handles_[i]);
+		for (rma_count count : { 0, 1, 2, 5 }) {
+			librma::Footprint f = librma::footprint(engine(handles_[i]), count);
+			auto [lo, hi] = refFootprint(r, count);
+			EXPECT_EQ(f.low, lo) << count;
+			EXPECT_EQ(f.high, hi) << count;
+		}
+	}
+}
+
+TEST(Footprint, SaturatesInsteadOfOverflowing)
+{
+	rma_datatype t;
+	ASSERT_EQ(rma_type_create_resized(RMA_INT, 0, INTPTR_MAX / 2, &t), RMA_SUCCESS);
+	OwnedType owned(t);
+	librma::Footprint f = librma::footprint(engine(t), 1000);
+	EXPECT_EQ(f.low, 0);
+	EXPECT_EQ(f.high, INTPTR_MAX);
+}
+
+TEST_F(TypeZoo, OverlapChecksAgreeWithTheReference)
+{
+	for (size_t i = 0; i < names_.size(); ++i) {
+		SCOPED_TRACE(names_[i]);
+		RefType r = refOf(handles_[i]);
+		for (int count : { 1, 2, 4 })
+			EXPECT_EQ(librma::checkTargetType("test", engine(handles_[i]), count) != RMA_SUCCESS,
+				  refOverlaps(r, count))
+				<< count;
+	}
+}
+
+TEST(Overlap, DetectsEntriesThatWriteTheSameBytes)
+{
+	rma_datatype self, shifted, column, colType;
+	/* Blocks of 2 ints every 1 int: overlap inside one element. */
+	ASSERT_EQ(rma_type_vector(2, 2, 1, RMA_INT, &self), RMA_SUCCESS);
+	/* 8-byte data every 4 bytes: copies overlap from 2 on. */
+	ASSERT_EQ(rma_type_create_resized(RMA_DOUBLE, 0, 4, &shifted), RMA_SUCCESS);
+	/* A column of a 5x5 matrix resized to one element: 5 copies tile it, a 6th overlaps. */
+	ASSERT_EQ(rma_type_vector(5, 1, 5, RMA_DOUBLE, &colType), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_create_resized(colType, 0, 8, &column), RMA_SUCCESS);
+	OwnedType a(self), b(shifted), c(colType), d(column);
+	EXPECT_EQ(engine(self).overlapCount, 1);
+	EXPECT_EQ(engine(shifted).overlapCount, 2);
+	EXPECT_EQ(engine(column).overlapCount, 6);
+	EXPECT_EQ(errorClassOf(librma::checkTargetType("rma_put", engine(self), 1)), RMA_ERR_TYPE);
+	EXPECT_EQ(librma::checkTargetType("rma_put", engine(shifted), 1), RMA_SUCCESS);
+	EXPECT_EQ(errorClassOf(librma::checkTargetType("rma_put", engine(shifted), 2)), RMA_ERR_TYPE);
+	EXPECT_EQ(librma::checkTargetType("rma_put", engine(column), 5), RMA_SUCCESS);
+	EXPECT_EQ(errorClassOf(librma::checkTargetType("rma_put", engine(column), 6)), RMA_ERR_TYPE);
+	EXPECT_EQ(librma::checkTargetType("rma_put", engine(self), 0), RMA_SUCCESS);
+}
+
+TEST(Overlap, UncommittedTargetIsRejected)
+{
+	rma_datatype t;
+	ASSERT_EQ(rma_type_contiguous(2, RMA_INT, &t), RMA_SUCCESS);
+	OwnedType owned(t, false);
+	int rc = librma::checkTargetType("rma_put", engine(t), 1);
+	EXPECT_EQ(errorClassOf(rc), RMA_ERR_TYPE);
+	char msg[RMA_MAX_ERROR_STRING];
+	int len;
+	rma_error_string(rc, msg, &len);
+	EXPECT_NE(std::string(msg).find("not committed"), std::string::npos) << msg;
+}
+
+} /* namespace */
