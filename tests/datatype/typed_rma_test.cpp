@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * put and get with derived datatypes on both sides, over 1 to 4 real
+ * processes and windows reached directly and through cross-memory attach:
+ * every origin type against every target type (contiguous, vector,
+ * negative stride, indexed, struct with gaps, subarrays in both orders,
+ * nested, interleaved resized), each result checked element by element
+ * against the reference built from the type map, including that no byte
+ * outside the target entries changed. Then the checks that must fail with
+ * nothing written.
+ */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <rma/rma.h>
+
+#include "datatype/type_test_util.h"
+#include "support/multiproc.h"
+#include "win/window_test_util.h"
+
+using namespace rmatest;
+
+namespace {
+
+constexpr double kUntouched = -1.0;
+constexpr int kWindowDoubles = 1024;
+constexpr int kTargetDisp = 256; /* in doubles: leaves room for negative lower bounds */
+constexpr int kCount = 2;        /* of each type, on both sides */
+
+/* Every type is 12 doubles, so any two match at count kCount. */
+struct NamedType {
+	const char *name;
+	rma_datatype type;
+};
+
+std::vector<NamedType> makeTypes()
+{
+	std::vector<NamedType> out;
+	rma_datatype t;
+	auto commit = [&](const char *name) {
+		EXPECT_EQ(rma_type_commit(&t), RMA_SUCCESS);
+		out.push_back({ name, t });
+	};
+	EXPECT_EQ(rma_type_contiguous(12, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("contiguous");
+	EXPECT_EQ(rma_type_vector(4, 3, 5, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("vector");
+	EXPECT_EQ(rma_type_vector(6, 2, -3, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("negative_vector");
+	int lengths[] = { 3, 1, 5, 3 };
+	int disps[] = { 10, 0, 2, 20 };
+	EXPECT_EQ(rma_type_indexed(4, lengths, disps, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("indexed");
+	int slen[] = { 1, 3, 8 };
+	rma_aint sdisp[] = { 0, 16, 56 };
+	rma_datatype stypes[] = { RMA_DOUBLE, RMA_DOUBLE, RMA_DOUBLE };
+	EXPECT_EQ(rma_type_create_struct(3, slen, sdisp, stypes, &t), RMA_SUCCESS);
+	commit("struct");
+	int sizes[] = { 5, 6 }, sub[] = { 3, 4 }, starts[] = { 1, 2 };
+	EXPECT_EQ(rma_type_create_subarray(2, sizes, sub, starts, RMA_ORDER_C, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("subarray_c");
+	EXPECT_EQ(rma_type_create_subarray(2, sizes, sub, starts, RMA_ORDER_FORTRAN, RMA_DOUBLE, &t), RMA_SUCCESS);
+	commit("subarray_fortran");
+	rma_datatype inner;
+	int bdisps[] = { 0, 3, 7 };
+	EXPECT_EQ(rma_type_create_indexed_block(3, 2, bdisps, RMA_DOUBLE, &inner), RMA_SUCCESS);
+	EXPECT_EQ(rma_type_create_hvector(2, 1, 200, inner, &t), RMA_SUCCESS);
+	EXPECT_EQ(rma_type_free(&inner), RMA_SUCCESS);
+	commit("nested");
+	/* 12 doubles every other slot, resized so the next copy fills the gaps. */
+	rma_datatype every2;
+	EXPECT_EQ(rma_type_vector(12, 1, 2, RMA_DOUBLE, &every2), RMA_SUCCESS);
+	EXPECT_EQ(rma_type_create_resized(every2, 0, 8, &t), RMA_SUCCESS);
+	EXPECT_EQ(rma_type_free(&every2), RMA_SUCCESS);
+	commit("interleaved");
+	return out;
+}
+
+void freeTypes(std::vector<NamedType> &types)
+{
+	for (NamedType &t : types)
+		EXPECT_EQ(rma_type_free(&t.type), RMA_SUCCESS);
+}
+
+/* An origin buffer covering the footprint of kCount x @r, and where its byte 0 of the type is. */
+struct Buffer {
+	std::vector<double> data;
+	int64_t low = 0; /* footprint low, in bytes */
+
+	std::byte *base() { return reinterpret_cast<std::byte *>(data.data()) - low; }
+	double at(int64_t byteOffset) const
+	{
+		double v;
+		std::memcpy(&v, reinterpret_cast<const std::byte *>(data.data()) + byteOffset - low, sizeof(v));
+		return v;
+	}
+};
+
+Buffer bufferFor(const RefType &r, double fill)
+{
+	auto [lo, hi] = refFootprint(r, kCount);
+	Buffer b;
+	b.low = lo;
+	b.data.assign(static_cast<size_t>(hi - lo + 7) / 8, fill);
+	return b;
+}
+
+/* The value rank @rank puts from its origin byte offset @off in round @round. */
+double stamp(int rank, int round, int64_t off)
+{
+	return rank * 1e7 + round * 1e4 + static_cast<double>(off);
+}
+
+/*
+ * Run @body(window, rank, size) in each of @ranks ranks, around a window of
+ * @kind of kWindowDoubles doubles (disp_unit 8), set to kUntouched.
+ */
+void withWindow(Kind kind, int ranks, const std::function<void(TestWindow &, int, int)> &body)
+{
+	int status = runRanks(ranks, [&](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		int rank, size;
+		rma_comm_rank(RMA_COMM_WORLD, &rank);
+		rma_comm_size(RMA_COMM_WORLD, &size);
+		TestWindow w;
+		ASSERT_TRUE(makeWindow(kind, kWindowDoubles * sizeof(double), sizeof(double), w));
+		auto *local = reinterpret_cast<double *>(w.local);
+		std::fill(local, local + kWindowDoubles, kUntouched);
+		body(w, rank, size);
+		freeWindow(w);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+class TypedRmaTest : public ::testing::TestWithParam<std::tuple<Kind, int>>
+{
+};
+
+TEST_P(TypedRmaTest, EveryOriginTypeIntoEveryTargetTypeRoundTrips)
+{
+	auto [kind, ranks] = GetParam();
+	withWindow(kind, ranks, [](TestWindow &w, int rank, int size) {
+		const int right = (rank + 1) % size;
+		const int left = (rank + size - 1) % size;
+		std::vector<NamedType> types = makeTypes();
+		auto *local = reinterpret_cast<double *>(w.local);
+		int round = 0;
+		for (const NamedType &o : types) {
+			for (const NamedType &t : types) {
+				SCOPED_TRACE(std::string(o.name) + " -> " + t.name);
+				RefType ro = refOf(o.type), rt = refOf(t.type);
+				std::vector<RefEntry> oe = refElements(ro, kCount), te = refElements(rt, kCount);
+				ASSERT_EQ(oe.size(), te.size());
+				Buffer origin = bufferFor(ro, 0);
+				for (size_t i = 0; i < origin.data.size(); ++i) {
+					int64_t off = origin.low + static_cast<int64_t>(i) * 8;
+					origin.data[i] = stamp(rank, round, off);
+				}
+				std::fill(local, local + kWindowDoubles, kUntouched);
+				ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+				ASSERT_EQ(rma_put(origin.base(), kCount, o.type, right, w.disp(right, kTargetDisp), kCount,
+						  t.type, w.win),
+					  RMA_SUCCESS);
+				ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+
+				/* My window holds my left neighbour's origin data at the target entries, nothing else. */
+				std::vector<double> want(kWindowDoubles, kUntouched);
+				for (size_t k = 0; k < te.size(); ++k)
+					want[kTargetDisp + te[k].disp / 8] = stamp(left, round, oe[k].disp);
+				for (int i = 0; i < kWindowDoubles; ++i)
+					ASSERT_EQ(local[i], want[i]) << "window double " << i - kTargetDisp;
+
+				/* Read back what I put at my right neighbour into a fresh origin buffer. */
+				Buffer back = bufferFor(ro, kUntouched);
+				ASSERT_EQ(rma_get(back.base(), kCount, o.type, right, w.disp(right, kTargetDisp), kCount,
+						  t.type, w.win),
+					  RMA_SUCCESS);
+				ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+				std::vector<double> wantBack(back.data.size(), kUntouched);
+				for (size_t k = 0; k < oe.size(); ++k)
+					wantBack[(oe[k].disp - back.low) / 8] = stamp(rank, round, oe[k].disp);
+				ASSERT_EQ(back.data, wantBack);
+				++round;
+			}
+		}
+		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
+		freeTypes(types);
+	});
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, TypedRmaTest,
+			 ::testing::Combine(::testing::Values(Kind::Allocate, Kind::CreatePlain, Kind::DynamicAllocMem),
+					    ::testing::Values(1, 2, 4)),
+			 [](const ::testing::TestParamInfo<std::tuple<Kind, int>> &info) {
+				 return std::string(kindName(std::get<0>(info.param))) + "_" +
+					std::to_string(std::get<1>(info.param)) + "ranks";
+			 });
+
+TEST(TypedRmaErrors, FailuresAreReportedAtTheOriginAndWriteNothing)
+{
+	withWindow(Kind::Allocate, 2, [](TestWindow &w, int rank, int) {
+		auto *local = reinterpret_cast<double *>(w.local);
+		const int peer = 1 - rank;
+		std::vector<double> data(4 * kWindowDoubles, 5.0);
+		double *origin = data.data() + 2 * kWindowDoubles;
+
+		rma_datatype vec, overlapping, negative, uncommitted, ints;
+		ASSERT_EQ(rma_type_vector(4, 1, 2, RMA_DOUBLE, &vec), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_vector(2, 2, 1, RMA_DOUBLE, &overlapping), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_vector(3, 1, -4, RMA_DOUBLE, &negative), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_contiguous(4, RMA_DOUBLE, &uncommitted), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_contiguous(8, RMA_INT, &ints), RMA_SUCCESS);
+		for (rma_datatype *t : { &vec, &overlapping, &negative, &ints })
+			ASSERT_EQ(rma_type_commit(t), RMA_SUCCESS);
+
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		/* Signatures: 4 doubles into 8 ints. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 1, vec, peer, 0, 1, ints, w.win)), RMA_ERR_TYPE);
+		/* Truncation: 8 doubles into one vector of 4. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 8, RMA_DOUBLE, peer, 0, 1, vec, w.win)), RMA_ERR_TRUNCATE);
+		/* A target with overlapping entries. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 4, RMA_DOUBLE, peer, 0, 1, overlapping, w.win)), RMA_ERR_TYPE);
+		/* A get into an overlapping origin. */
+		EXPECT_EQ(errorClassOf(rma_get(origin, 1, overlapping, peer, 0, 4, RMA_DOUBLE, w.win)), RMA_ERR_TYPE);
+		/* Uncommitted types on either side. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 1, uncommitted, peer, 0, 4, RMA_DOUBLE, w.win)), RMA_ERR_TYPE);
+		EXPECT_EQ(errorClassOf(rma_put(origin, 4, RMA_DOUBLE, peer, 0, 1, uncommitted, w.win)), RMA_ERR_TYPE);
+		/* Footprint past the end: the vector spans 7 doubles. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 4, RMA_DOUBLE, peer, kWindowDoubles - 6, 1, vec, w.win)),
+			  RMA_ERR_RMA_RANGE);
+		EXPECT_EQ(rma_put(origin, 4, RMA_DOUBLE, peer, kWindowDoubles - 7, 1, vec, w.win), RMA_SUCCESS);
+		/* Footprint before the start: the negative vector reaches 8 doubles below its origin. */
+		EXPECT_EQ(errorClassOf(rma_put(origin, 3, RMA_DOUBLE, peer, 7, 1, negative, w.win)),
+			  RMA_ERR_RMA_RANGE);
+		EXPECT_EQ(rma_put(origin, 3, RMA_DOUBLE, peer, 8, 1, negative, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+
+		/* Only the two good puts landed. */
+		std::vector<double> want(kWindowDoubles, kUntouched);
+		for (int k = 0; k < 4; ++k)
+			want[kWindowDoubles - 7 + 2 * k] = 5.0;
+		for (int k = 0; k < 3; ++k)
+			want[8 - 4 * k] = 5.0;
+		for (int i = 0; i < kWindowDoubles; ++i)
+			ASSERT_EQ(local[i], want[i]) << "window double " << i;
+
+		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
+		for (rma_datatype *t : { &vec, &overlapping, &negative, &uncommitted, &ints })
+			EXPECT_EQ(rma_type_free(t), RMA_SUCCESS);
+	});
+}
+
+} /* namespace */
