@@ -149,13 +149,17 @@ int matchSignatures(const char *call, const Datatype &otype, int ocount, const D
 	/* A get's origin buffer receives; the target's is checked by checkTargetType() for writes. */
 	if (!originSends && rcount > 0 && rtype.size > 0 && rcount >= rtype.overlapCount)
 		return overlapping(call, "origin", rtype, ocount);
-	rma_count sent = stype.size * scount; /* int x (size < 2^63 / 2^31): no overflow in practice */
+	rma_count sent, room;
+	if (__builtin_mul_overflow(stype.size, scount, &sent) || __builtin_mul_overflow(rtype.size, rcount, &room))
+		[[unlikely]]
+		return makeError(RMA_ERR_COUNT, "%s: %d x %s or %d x %s is more than 2^63 bytes", call, ocount,
+				 otype.name, tcount, ttype.name);
 	if (sent == 0) {
 		bytes = 0;
 		return RMA_SUCCESS;
 	}
 	if (stype.basic == BasicType::Packed || rtype.basic == BasicType::Packed) {
-		if (sent > rtype.size * rcount)
+		if (sent > room)
 			return truncated(call, originSends, otype, ocount, ttype, tcount);
 		bytes = sent;
 		return RMA_SUCCESS;

@@ -269,6 +269,15 @@ TEST(Matching, EmptyTransfersAlwaysMatch)
 	EXPECT_EQ(bytes, 0);
 }
 
+TEST(Matching, DataBeyondTheAddressSpaceIsACountError)
+{
+	rma_datatype huge;
+	ASSERT_EQ(rma_type_contiguous_c(rma_count(1) << 40, RMA_BYTE, &huge), RMA_SUCCESS);
+	OwnedType owned(huge);
+	EXPECT_EQ(errorClassOf(put(huge, INT_MAX, RMA_BYTE, 1)), RMA_ERR_COUNT);
+	EXPECT_EQ(errorClassOf(put(RMA_BYTE, 1, huge, INT_MAX)), RMA_ERR_COUNT);
+}
+
 TEST(Matching, UncommittedTypesAreRejected)
 {
 	rma_datatype t;
