@@ -11,6 +11,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -201,6 +202,60 @@ INSTANTIATE_TEST_SUITE_P(Windows, TypedRmaTest,
 				 return std::string(kindName(std::get<0>(info.param))) + "_" +
 					std::to_string(std::get<1>(info.param)) + "ranks";
 			 });
+
+TEST(TypedRmaPairs, PairTypesMoveWithoutTheirPadding)
+{
+	struct SI {
+		short v;
+		int i;
+	};
+	struct DI {
+		double v;
+		int i;
+	};
+	withWindow(Kind::CreateAllocMem, 2, [](TestWindow &w, int rank, int) {
+		const int peer = 1 - rank;
+		SI si[3];
+		DI di[2];
+		std::memset(si, 0x11, sizeof(si));
+		std::memset(di, 0x22, sizeof(di));
+		for (int k = 0; k < 3; ++k)
+			si[k] = { static_cast<short>(100 * rank + k), 1000 * rank + k };
+		for (int k = 0; k < 2; ++k)
+			di[k] = { 0.5 + rank + k, -k };
+		/* A struct of the same signature as RMA_SHORT_INT, written by hand. */
+		int lengths[] = { 1, 1 };
+		rma_aint disps[] = { offsetof(SI, v), offsetof(SI, i) };
+		rma_datatype types[] = { RMA_SHORT, RMA_INT };
+		rma_datatype mine;
+		ASSERT_EQ(rma_type_create_struct(2, lengths, disps, types, &mine), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_commit(&mine), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(si, 3, mine, peer, 0, 3, RMA_SHORT_INT, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(di, 2, RMA_DOUBLE_INT, peer, 64, 2, RMA_DOUBLE_INT, w.win), RMA_SUCCESS);
+		ASSERT_EQ(errorClassOf(rma_put(di, 2, RMA_DOUBLE_INT, peer, 64, 2, RMA_SHORT_INT, w.win)), RMA_ERR_TYPE);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		const std::byte *local = w.local;
+		for (int k = 0; k < 3; ++k) {
+			SI got;
+			std::memcpy(&got, local + k * sizeof(SI), sizeof(SI));
+			EXPECT_EQ(got.v, 100 * peer + k);
+			EXPECT_EQ(got.i, 1000 * peer + k);
+			/* The padding between v and i kept the window's fill. */
+			double fill = kUntouched;
+			for (size_t b = sizeof(short); b < offsetof(SI, i); ++b)
+				EXPECT_EQ(local[k * sizeof(SI) + b], reinterpret_cast<const std::byte *>(&fill)[b % 8]);
+		}
+		for (int k = 0; k < 2; ++k) {
+			DI got;
+			std::memcpy(&got, local + 64 * 8 + k * sizeof(DI), sizeof(DI));
+			EXPECT_EQ(got.v, 0.5 + peer + k);
+			EXPECT_EQ(got.i, -k);
+		}
+		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
+		EXPECT_EQ(rma_type_free(&mine), RMA_SUCCESS);
+	});
+}
 
 TEST(TypedRmaErrors, FailuresAreReportedAtTheOriginAndWriteNothing)
 {
