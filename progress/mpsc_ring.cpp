@@ -240,15 +240,13 @@ MpscStatus MpscRing::tryClaim(uint32_t producer, uint32_t type, uint32_t length,
 
 MpscRing::Stall MpscRing::stalled(uint64_t head) noexcept
 {
-	/* A1: pairs with R1 in tryClaim(); if head is claimed, its claimer's claim word is visible. */
-	uint64_t tail = tailLine()->tail.load(std::memory_order_acquire);
-	if (static_cast<int64_t>(tail - head) <= 0) {
-		stallPosition_ = UINT64_MAX;
-		return Stall::Wait; /* empty */
-	}
+	/*
+	 * An idle consumer comes here on every poll: it touches neither the
+	 * tail line (the producers' CAS target) nor the clock until a liveness
+	 * callback is set, and then reads the tail only once per stallNs.
+	 */
 	if (alive_ == nullptr)
 		return Stall::Wait;
-
 	const uint64_t now = monotonicNs();
 	if (stallPosition_ != head) {
 		stallPosition_ = head;
@@ -259,6 +257,11 @@ MpscRing::Stall MpscRing::stalled(uint64_t head) noexcept
 		return Stall::Wait;
 	/* Whatever we find, look again only after another stallNs. */
 	stallSince_ = now;
+
+	/* A1: pairs with R1 in tryClaim(); if head is claimed, its claimer's claim word is visible. */
+	uint64_t tail = tailLine()->tail.load(std::memory_order_acquire);
+	if (static_cast<int64_t>(tail - head) <= 0)
+		return Stall::Wait; /* empty */
 
 	bool found = false;
 	uint32_t claimer = 0;
