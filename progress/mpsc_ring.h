@@ -51,8 +51,10 @@
  * FIFO); an unpublished slot holds back everything behind it.
  *
  * A producer that dies between claim and publish: slot head stays at seq ==
- * head while tail > head. After the slot has been stuck for stallNs, the
- * consumer looks for the claimer: every producer whose claim == head + 1.
+ * head while tail > head. Once the consumer has found head unpublished for
+ * stallNs (its clock starts at the first such poll, and is read only when a
+ * liveness callback is set), it reads tail; if head is claimed, it looks
+ * for the claimer: every producer whose claim == head + 1.
  * (The winner of the CAS stored that value before it and changes it only
  * after publishing; a loser of a CAS for the same position may still show it
  * for a moment, and an idle producer has cleared it.) If there is none, the
@@ -313,7 +315,8 @@ public:
 
 	/*
 	 * Consumer: how dead claimers are found. @alive(@context, id) is asked
-	 * after a slot has been claimed and unpublished for @stallNs; without
+	 * once the consumer has found its next slot unpublished for @stallNs
+	 * and that slot is claimed, then again every @stallNs; without
 	 * it (the default) a stuck slot is waited for forever. Consumer only.
 	 */
 	void setLiveness(Liveness alive, void *context, uint64_t stallNs)
