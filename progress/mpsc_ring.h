@@ -48,7 +48,9 @@
  * handler, give the staged bytes back (stageHead += ...), free the slot (seq
  * = head + slots), head += 1. Records are delivered in position order, so
  * each producer's records arrive in the order it claimed them (per-producer
- * FIFO); an unpublished slot holds back everything behind it.
+ * FIFO); an unpublished slot holds back everything behind it. A published
+ * slot whose header points outside the ring (a broken producer) is dropped
+ * and counted in corruptSlots(), never read out of bounds.
  *
  * A producer that dies between claim and publish: slot head stays at seq ==
  * head while tail > head. Once the consumer has found head unpublished for
@@ -166,9 +168,11 @@ struct alignas(kFalseSharingPad) HeadLine {
 	std::atomic<uint64_t> head;
 	std::atomic<uint64_t> deadSlots;
 	std::atomic<uint32_t> lastDeadProducer;
+	std::atomic<uint64_t> corruptSlots;
 };
 static_assert(sizeof(HeadLine) == kFalseSharingPad);
 static_assert(offsetof(HeadLine, deadSlots) == 8);
+static_assert(offsetof(HeadLine, corruptSlots) == 24);
 
 struct alignas(kFalseSharingPad) ProducerLines {
 	/* Written by the producer. */
@@ -341,6 +345,15 @@ public:
 		/* Relaxed: a statistic; written only by the consumer. */
 		return headLine()->deadSlots.load(std::memory_order_relaxed);
 	}
+	/*
+	 * Consumer: published slots dropped because their header was out of
+	 * range (a producer that broke the protocol); never read out of bounds.
+	 */
+	uint64_t corruptSlots() const
+	{
+		/* Relaxed: a statistic; written only by the consumer. */
+		return headLine()->corruptSlots.load(std::memory_order_relaxed);
+	}
 	/* Consumer: the producer id of the last skipped slot's claimer. */
 	uint32_t lastDeadProducer() const
 	{
@@ -371,6 +384,15 @@ private:
 	std::byte *staging(uint32_t producer) const
 	{
 		return staging_ + static_cast<std::size_t>(producer) * config_.stageBytes;
+	}
+
+	/* Whether a published slot's header stays inside the ring (read() trusts nothing else). */
+	bool headerInRange(const detail::SlotHeader *s) const
+	{
+		if (!(s->flags & detail::kStaged))
+			return s->length <= inlineBytes();
+		return s->producer < config_.producers && s->length <= config_.stageBytes &&
+		       s->stagePad < config_.stageBytes;
 	}
 
 	enum class Stall {
@@ -418,6 +440,15 @@ int MpscRing::read(Handler &&handler, int max) noexcept
 
 		const bool staged = s->flags & detail::kStaged;
 		const uint32_t producer = s->producer;
+		if (!headerInRange(s)) [[unlikely]] {
+			/* Relaxed: a statistic, written by the consumer only. */
+			hl->corruptSlots.store(hl->corruptSlots.load(std::memory_order_relaxed) + 1,
+					       std::memory_order_relaxed);
+			/* R3: as below; the slot is dropped unread. */
+			s->seq.store(head + config_.slots, std::memory_order_release);
+			++head;
+			continue;
+		}
 		std::span<const std::byte> payload;
 		detail::ProducerLines *pl = nullptr;
 		uint64_t stageHead = 0;

@@ -342,6 +342,22 @@ TEST_F(MpscRingTest, SkipsSlotOfDeadClaimer)
 	EXPECT_EQ(ring.deadProducerSlots(), 1u);
 }
 
+TEST_F(MpscRingTest, DropsSlotWithOutOfRangeHeader)
+{
+	MpscRing ring = make(small());
+	MpscClaim claim;
+	ASSERT_EQ(ring.tryClaim(0, 1, 4, &claim), MpscStatus::Ok);
+	/* A broken producer writes a length past the slot. */
+	auto *header = reinterpret_cast<detail::SlotHeader *>(claim.payload.data()) - 1;
+	header->length = 1u << 20;
+	ring.commit(claim);
+	ASSERT_EQ(ring.tryWrite(1, 2, {}), MpscStatus::Ok);
+	EXPECT_EQ(drain(ring), 1);
+	EXPECT_EQ(ring.corruptSlots(), 1u);
+	ASSERT_EQ(received_.size(), 1u);
+	EXPECT_EQ(received_[0].type, 2u);
+}
+
 TEST_F(MpscRingTest, NeverSkipsWithoutLiveness)
 {
 	MpscRing ring = make(small());
