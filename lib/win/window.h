@@ -204,9 +204,10 @@ private:
 	[[gnu::cold]] int missingEpoch(const char *call, const char *needed) const;
 	uint32_t *postedRow(int origin) const { return pscwPosted_ + static_cast<size_t>(origin) * pscwRow_; }
 	uint32_t *completedRow(int target) const { return pscwCompleted_ + static_cast<size_t>(target) * pscwRow_; }
-	int checkTarget(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
-	int resolveDynamic(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view);
-	int transfer(const char *call, const TargetView &view, void *origin, rma_count bytes, bool toTarget);
+	int checkTarget(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view);
+	int resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view);
+	int transfer(const char *call, const TargetView &view, void *origin, const Datatype &otype, int ocount,
+		     const Datatype &ttype, int tcount, rma_count bytes, bool toTarget);
 	template<bool Put>
 	int fullAccess(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		       rma_datatype ttype);

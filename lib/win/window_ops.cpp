@@ -8,6 +8,7 @@
  */
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <limits.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -64,30 +65,34 @@ int Window::checkAccess(const char *call, int target)
 namespace {
 
 [[gnu::cold]] int outOfRange(const char *call, const std::string &win, int target, rma_aint disp, int dispUnit,
-			     rma_count footprint, rma_aint size)
+			     Footprint fp, rma_aint size)
 {
 	return makeError(RMA_ERR_RMA_RANGE,
-			 "%s: target rank %d of window '%s': displacement %lld x disp_unit %d + %lld bytes of "
-			 "target buffer exceeds the window size of %lld bytes; nothing was transferred",
-			 call, target, win.c_str(), static_cast<long long>(disp), dispUnit,
-			 static_cast<long long>(footprint), static_cast<long long>(size));
+			 "%s: target rank %d of window '%s': displacement %lld x disp_unit %d, then bytes [%lld, %lld) "
+			 "of target buffer (%lld bytes) fall outside the window size of %lld bytes; nothing was "
+			 "transferred",
+			 call, target, win.c_str(), static_cast<long long>(disp), dispUnit, static_cast<long long>(fp.low),
+			 static_cast<long long>(fp.high), static_cast<long long>(fp.high - fp.low),
+			 static_cast<long long>(size));
 }
 
 } /* namespace */
 
-int Window::checkTarget(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view)
+int Window::checkTarget(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view)
 {
 	const TargetView &t = targets_[target];
 	if (t.reach == Reach::Dynamic)
-		return resolveDynamic(call, target, disp, footprint, view);
+		return resolveDynamic(call, target, disp, fp, view);
 	if (disp < 0) [[unlikely]]
 		return makeError(RMA_ERR_DISP, "%s: target displacement %lld is negative (target rank %d, window '%s')",
 				 call, static_cast<long long>(disp), target, name.c_str());
 	rma_aint offset;
-	rma_aint end;
+	rma_aint low;
+	rma_aint high;
 	if (__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) ||
-	    __builtin_add_overflow(offset, footprint, &end) || end > t.size) [[unlikely]]
-		return outOfRange(call, name, target, disp, t.dispUnit, footprint, t.size);
+	    __builtin_add_overflow(offset, fp.low, &low) || __builtin_add_overflow(offset, fp.high, &high) || low < 0 ||
+	    (fp.high > fp.low && high > t.size)) [[unlikely]]
+		return outOfRange(call, name, target, disp, t.dispUnit, fp, t.size);
 	view = t;
 	view.base = t.base ? t.base + offset : nullptr;
 	view.remoteBase = t.remoteBase + static_cast<uint64_t>(offset);
@@ -100,12 +105,13 @@ int Window::checkTarget(const char *call, int target, rma_aint disp, rma_count f
  * application guarantees, as MPI requires, that the region was attached
  * before this access and is not detached during it.
  */
-int Window::resolveDynamic(const char *call, int target, rma_aint disp, rma_count footprint, TargetView &view)
+int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view)
 {
 	AttachTable &table = attach_[target];
-	uint64_t lo = static_cast<uint64_t>(disp);
-	uint64_t hi;
-	if (__builtin_add_overflow(lo, static_cast<uint64_t>(footprint), &hi))
+	/* The bytes touched are [disp + low, disp + high); disp itself is the buffer start. */
+	uint64_t lo = static_cast<uint64_t>(disp) + static_cast<uint64_t>(fp.low);
+	uint64_t hi = static_cast<uint64_t>(disp) + static_cast<uint64_t>(fp.high);
+	if (hi < lo)
 		hi = UINT64_MAX;
 	AttachEntry found{};
 	bool ok = false;
@@ -142,19 +148,19 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, rma_coun
 				 "%s: target rank %d of dynamic window '%s': [%#llx, +%lld bytes) is not inside a "
 				 "region attached there",
 				 call, target, name.c_str(), static_cast<unsigned long long>(lo),
-				 static_cast<long long>(footprint));
+				 static_cast<long long>(fp.high - fp.low));
 
 	const TargetView &t = targets_[target];
 	view = t;
 	view.size = static_cast<rma_aint>(found.size);
-	view.remoteBase = lo;
+	view.remoteBase = static_cast<uint64_t>(disp);
 	view.base = nullptr;
 	view.reach = Reach::Process;
 	if (found.segmentInode == 0)
 		return RMA_SUCCESS;
 	if (target == comm_->rank()) {
 		view.reach = Reach::Direct;
-		view.base = reinterpret_cast<std::byte *>(lo);
+		view.base = reinterpret_cast<std::byte *>(disp);
 		return RMA_SUCCESS;
 	}
 
@@ -175,7 +181,7 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, rma_coun
 		it = dynamicMaps_.emplace(key, DynamicMapping{ found.segmentInode, std::move(seg.value()) }).first;
 	}
 	view.reach = Reach::Direct;
-	view.base = it->second.segment.data() + found.segmentOffset + (lo - found.base);
+	view.base = it->second.segment.data() + found.segmentOffset + (static_cast<uint64_t>(disp) - found.base);
 	return RMA_SUCCESS;
 }
 
@@ -183,40 +189,58 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, rma_coun
 
 namespace {
 
-/* Cross-memory attach, looping over partial transfers. */
-[[gnu::cold]] int crossMemory(const char *call, const std::string &win, pid_t pid, uint64_t remote, void *local,
-			      rma_count bytes, bool toTarget)
+/*
+ * Cross-memory attach: the (origin, target) block pairs of the two type
+ * maps become iovec pairs, IOV_MAX at a time; a short transfer is resumed
+ * where it stopped.
+ */
+[[gnu::cold]] int crossMemory(const char *call, const std::string &win, pid_t pid, uint64_t remote, void *origin,
+			      const Datatype &otype, int ocount, const Datatype &ttype, int tcount, rma_count bytes,
+			      bool toTarget)
 {
-	auto *p = static_cast<std::byte *>(local);
-	while (bytes > 0) {
-		struct iovec l = { p, static_cast<size_t>(bytes) };
-		struct iovec r = { reinterpret_cast<void *>(remote), static_cast<size_t>(bytes) };
-		ssize_t n = toTarget ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
-		if (n <= 0) {
-			int err = n < 0 ? errno : EIO;
-			return makeErrnoError(err == ESRCH ? RMA_ERR_PROC_FAILED : RMA_ERR_INTERN, err,
-					      "%s: cross-memory %s of process %d (window '%s') failed", call,
-					      toTarget ? "write to" : "read from", static_cast<int>(pid), win.c_str());
+	BlockPairCursor cursor(otype, ocount, ttype, tcount, bytes);
+	iovec local[IOV_MAX];
+	iovec far[IOV_MAX];
+	size_t chunk = 0;
+	while (size_t n = fillIovecs(cursor, origin, remote, local, far, IOV_MAX, chunk)) {
+		size_t i = 0;
+		while (i < n) {
+			ssize_t done = toTarget ? process_vm_writev(pid, local + i, n - i, far + i, n - i, 0)
+						: process_vm_readv(pid, local + i, n - i, far + i, n - i, 0);
+			if (done <= 0) {
+				int err = done < 0 ? errno : EIO;
+				return makeErrnoError(err == ESRCH ? RMA_ERR_PROC_FAILED : RMA_ERR_INTERN, err,
+						      "%s: cross-memory %s of process %d (window '%s') failed", call,
+						      toTarget ? "write to" : "read from", static_cast<int>(pid), win.c_str());
+			}
+			/* Skip the pairs moved in full; trim the one moved in part. */
+			auto left = static_cast<size_t>(done);
+			while (i < n && left >= local[i].iov_len)
+				left -= local[i++].iov_len;
+			if (i < n && left > 0) {
+				local[i].iov_base = static_cast<std::byte *>(local[i].iov_base) + left;
+				far[i].iov_base = static_cast<std::byte *>(far[i].iov_base) + left;
+				local[i].iov_len -= left;
+				far[i].iov_len -= left;
+			}
 		}
-		p += n;
-		remote += static_cast<uint64_t>(n);
-		bytes -= n;
 	}
 	return RMA_SUCCESS;
 }
 
 } /* namespace */
 
-int Window::transfer(const char *call, const TargetView &view, void *origin, rma_count bytes, bool toTarget)
+int Window::transfer(const char *call, const TargetView &view, void *origin, const Datatype &otype, int ocount,
+		     const Datatype &ttype, int tcount, rma_count bytes, bool toTarget)
 {
 	if (view.reach == Reach::Direct) [[likely]] {
 		if (toTarget)
-			std::memcpy(view.base, origin, static_cast<size_t>(bytes));
+			copyTyped(view.base, ttype, tcount, static_cast<const std::byte *>(origin), otype, ocount, bytes);
 		else
-			std::memcpy(origin, view.base, static_cast<size_t>(bytes));
+			copyTyped(static_cast<std::byte *>(origin), otype, ocount, view.base, ttype, tcount, bytes);
 		return RMA_SUCCESS;
 	}
-	return crossMemory(call, name, view.pid, view.remoteBase, origin, bytes, toTarget);
+	return crossMemory(call, name, view.pid, view.remoteBase, origin, otype, ocount, ttype, tcount, bytes, toTarget);
 }
 
 template<bool Put>
@@ -227,22 +251,24 @@ int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target,
 	RMA_TRY(checkAccess(kCall, target));
 	if (target == RMA_PROC_NULL)
 		return RMA_SUCCESS;
-	const Datatype *od = toDatatype(otype);
-	const Datatype *td = toDatatype(ttype);
+	const Datatype *od = lookupDatatype(otype);
+	const Datatype *td = lookupDatatype(ttype);
 	if (!od || !td) [[unlikely]]
 		return badDatatype(kCall, od ? "target" : "origin", od ? ttype : otype);
 	if ((ocount | tcount) < 0) [[unlikely]]
 		return badCount(kCall, ocount, tcount);
 	rma_count bytes;
 	RMA_TRY(matchSignatures(kCall, *od, ocount, *td, tcount, Put, bytes));
+	if (Put)
+		RMA_TRY(checkTargetType(kCall, *td, tcount));
 	TargetView view;
-	RMA_TRY(checkTarget(kCall, target, disp, static_cast<rma_count>(tcount) * td->extent, view));
+	RMA_TRY(checkTarget(kCall, target, disp, footprint(*td, tcount), view));
 	if (bytes == 0)
 		return RMA_SUCCESS;
 	pendingOps_ = true;
 	if (Put)
 		pendingStores_ |= static_cast<size_t>(bytes) >= kNonTemporalBytes;
-	return transfer(kCall, view, origin, bytes, Put);
+	return transfer(kCall, view, origin, *od, ocount, *td, tcount, bytes, Put);
 }
 
 int Window::put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
