@@ -51,10 +51,9 @@
  *    (a short transfer stops at an iovec boundary: re-issue the rest).
  *  - Datatype::isContiguous(): a count of the type is one run of
  *    count * size bytes at offset 0 (then copyTyped is one memcpy).
- *  - toDatatype(): the type behind a handle for put/get. It resolves
- *    derived and pair types only once kTypedDataPath is true (set it in the
- *    commit that makes put/get use the calls above); lookupDatatype()
- *    always resolves every handle.
+ *  - toDatatype() (or its alias lookupDatatype()): the type behind any
+ *    handle, predefined, pair or derived; predefinedDatatype() answers only
+ *    for the predefined basic types, inline for the fast path.
  *
  * Ownership: types are shared (std::shared_ptr): a handle, each type built
  * from it and each pending operation (shareDatatype()) keep it alive, so
@@ -222,29 +221,17 @@ inline const Datatype *predefinedDatatype(rma_datatype handle)
 }
 
 /* Any datatype behind a handle (predefined, pair or derived), or nullptr if the handle is not valid. */
-inline Datatype *lookupDatatype(rma_datatype handle)
+inline Datatype *toDatatype(rma_datatype handle)
 {
 	if (const Datatype *t = predefinedDatatype(handle)) [[likely]]
 		return const_cast<Datatype *>(t); /* never written: predefined types are committed */
 	return datatypeTable().lookup(reinterpret_cast<uintptr_t>(handle));
 }
 
-/*
- * Whether the data path (lib/win) moves any type block to block with
- * copyTyped() and checks footprint() and checkTargetType(). Until it does,
- * toDatatype() resolves only the predefined basic types, so that put/get
- * refuse other types (RMA_ERR_TYPE) instead of copying them as contiguous
- * bytes. The commit that integrates copyTyped sets it to true.
- */
-inline constexpr bool kTypedDataPath = false;
-
-/* The datatype behind a handle for put/get (see kTypedDataPath), or nullptr. */
-inline Datatype *toDatatype(rma_datatype handle)
+/* The same as toDatatype(). */
+inline Datatype *lookupDatatype(rma_datatype handle)
 {
-	if constexpr (kTypedDataPath)
-		return lookupDatatype(handle);
-	else
-		return const_cast<Datatype *>(predefinedDatatype(handle));
+	return toDatatype(handle);
 }
 
 /* The datatype behind a handle, sharing ownership (for operations that complete later). */
