@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -140,9 +141,10 @@ TEST_P(ModeTest, MovesDataToNeighbourAndSelf)
 			case Mode::LockShared:
 			case Mode::LockExclusive: {
 				int type = mode == Mode::LockShared ? RMA_LOCK_SHARED : RMA_LOCK_EXCLUSIVE;
-				int rc = rma_win_lock(type, right, 0, win);
+				/* Lower rank first: two ranks each holding one exclusive lock and wanting the other's would deadlock. */
+				int rc = rma_win_lock(type, std::min(right, rank), 0, win);
 				if (rc == RMA_SUCCESS && right != rank)
-					rc = rma_win_lock(type, rank, 0, win);
+					rc = rma_win_lock(type, std::max(right, rank), 0, win);
 				return rc;
 			}
 			case Mode::LockAll: return rma_win_lock_all(0, win);
