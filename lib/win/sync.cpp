@@ -113,6 +113,20 @@ namespace {
 
 } /* namespace */
 
+/*
+ * Whether a new epoch may open: not while @conflict (an epoch it cannot
+ * coexist with) holds, nor over a fence epoch that has operations in it.
+ */
+int Window::checkCanOpen(const char *call, bool conflict) const
+{
+	if (conflict)
+		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", call, name.c_str(),
+				 describeEpochs().c_str());
+	if (fenceEpoch_ && pendingOps_)
+		return fenceInTheWay(call, name);
+	return RMA_SUCCESS;
+}
+
 /* ---- Passive target ------------------------------------------------------- */
 
 int Window::acquireLock(const char *call, int target, bool exclusive)
@@ -240,11 +254,7 @@ int Window::lockAll(int assert)
 	if (hints_.noLocks)
 		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' was created with no_locks=true: it cannot be locked",
 				 kCall, name.c_str());
-	if (lockAll_ || locksHeld_ || started_)
-		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
-				 describeEpochs().c_str());
-	if (fenceEpoch_ && pendingOps_)
-		return fenceInTheWay(kCall, name);
+	RMA_TRY(checkCanOpen(kCall, lockAll_ || locksHeld_ || started_));
 	if (!(assert & RMA_MODE_NOCHECK)) {
 		std::atomic<uint64_t> &global = globalLocks_->word;
 		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
@@ -317,11 +327,7 @@ int Window::post(const Group &g, int assert)
 	if (assert & ~(RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT))
 		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only NOCHECK, NOSTORE and NOPUT apply to post", kCall,
 				 assert);
-	if (exposed_)
-		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
-				 describeEpochs().c_str());
-	if (fenceEpoch_ && pendingOps_)
-		return fenceInTheWay(kCall, name);
+	RMA_TRY(checkCanOpen(kCall, exposed_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
 	fenceEpoch_ = false;
@@ -345,11 +351,7 @@ int Window::start(const Group &g, int assert)
 	static constexpr const char *kCall = "rma_win_start";
 	if (assert & ~RMA_MODE_NOCHECK)
 		return makeError(RMA_ERR_ASSERT, "%s: assert %#x: only RMA_MODE_NOCHECK applies to start", kCall, assert);
-	if (started_ || locksHeld_ || lockAll_)
-		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' already has %s open", kCall, name.c_str(),
-				 describeEpochs().c_str());
-	if (fenceEpoch_ && pendingOps_)
-		return fenceInTheWay(kCall, name);
+	RMA_TRY(checkCanOpen(kCall, started_ || locksHeld_ || lockAll_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
 	const int me = rank();

@@ -202,6 +202,7 @@ private:
 	bool passiveOrPscwOpen() const { return locksHeld_ > 0 || lockAll_ != 0 || started_ || exposed_; }
 	std::string describeEpochs() const;
 	[[gnu::cold]] int missingEpoch(const char *call, const char *needed) const;
+	int checkCanOpen(const char *call, bool conflict) const;
 	uint32_t *postedRow(int origin) const { return pscwPosted_ + static_cast<size_t>(origin) * pscwRow_; }
 	uint32_t *completedRow(int target) const { return pscwCompleted_ + static_cast<size_t>(target) * pscwRow_; }
 	int checkTarget(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view);
