@@ -339,6 +339,20 @@ public:
 	template<typename Handler>
 	int read(Handler &&handler, int max) noexcept;
 
+	/*
+	 * Anyone: whether a position has been claimed past the consumer's head
+	 * (records published or on their way). A hint that may be stale, for a
+	 * consumer deciding whether to park: pair it with a seq_cst fence after
+	 * announcing sleep (progress/doorbell.h) to see every claim made before
+	 * the producer's own fence.
+	 */
+	bool pending() const noexcept
+	{
+		/* Relaxed: a hint; the doorbell handshake's fences order it where it matters. */
+		return tailLine()->tail.load(std::memory_order_relaxed) !=
+		       headLine()->head.load(std::memory_order_relaxed);
+	}
+
 	/* Consumer: slots skipped because their claimer died (see the protocol). */
 	uint64_t deadProducerSlots() const
 	{

@@ -64,6 +64,7 @@ typedef struct rma_datatype_handle_ *rma_datatype;
 typedef struct rma_info_handle_ *rma_info;
 typedef struct rma_errhandler_handle_ *rma_errhandler;
 typedef struct rma_request_handle_ *rma_request;
+typedef struct rma_op_handle_ *rma_op;
 /* Status of a completed request (defined with the datatypes below). */
 typedef struct rma_status rma_status;
 
@@ -75,6 +76,7 @@ typedef struct rma_status rma_status;
 #define RMA_HANDLE_KIND_INFO_ 5u
 #define RMA_HANDLE_KIND_ERRHANDLER_ 6u
 #define RMA_HANDLE_KIND_REQUEST_ 7u
+#define RMA_HANDLE_KIND_OP_ 8u
 #define RMA_PREDEFINED_(type, kind, index) \
 	((type)(uintptr_t)(((uint64_t)(kind) << 56) | (uint64_t)(index)))
 
@@ -92,6 +94,28 @@ typedef struct rma_status rma_status;
 #define RMA_REQUEST_NULL ((rma_request)0)
 #define RMA_STATUS_IGNORE ((rma_status *)0)
 #define RMA_STATUSES_IGNORE ((rma_status *)0)
+
+/*
+ * Predefined reduction operations (accumulate family), each valid on MPI's
+ * type classes only: MAX/MIN on integers and floating point; SUM/PROD also on
+ * complex; LAND/LOR/LXOR on integers and C_BOOL; BAND/BOR/BXOR on integers and
+ * BYTE; MAXLOC/MINLOC on the pair types; REPLACE and NO_OP on every type.
+ */
+#define RMA_OP_NULL ((rma_op)0)
+#define RMA_MAX RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 1)
+#define RMA_MIN RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 2)
+#define RMA_SUM RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 3)
+#define RMA_PROD RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 4)
+#define RMA_LAND RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 5)
+#define RMA_BAND RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 6)
+#define RMA_LOR RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 7)
+#define RMA_BOR RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 8)
+#define RMA_LXOR RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 9)
+#define RMA_BXOR RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 10)
+#define RMA_MAXLOC RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 11)
+#define RMA_MINLOC RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 12)
+#define RMA_REPLACE RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 13)
+#define RMA_NO_OP RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 14)
 
 #define RMA_ERRHANDLER_NULL ((rma_errhandler)0)
 /** Print the error's message and abort the job (the default). */
@@ -1079,6 +1103,87 @@ RMA_API int rma_win_flush_all(rma_win win);
 RMA_API int rma_win_flush_local(int rank, rma_win win);
 /** @brief rma_win_flush_local() for every target. */
 RMA_API int rma_win_flush_local_all(rma_win win);
+
+/* ------------------------------------------------------------------------ */
+/* Accumulate family                                                         */
+/* ------------------------------------------------------------------------ */
+/*
+ * Every call below is atomic per basic element (per pair for MAXLOC/MINLOC)
+ * with respect to every other accumulate-family call on the same window
+ * element, from any origin; put/get are not atomic with them. Each datatype
+ * argument is a predefined type, or a derived type whose basic elements are
+ * all of one predefined type (one pair type for MAXLOC/MINLOC), and origin,
+ * target and result types must share it. Between one origin and one target,
+ * calls are ordered as the accumulate_ordering info key says (default
+ * "rar,raw,war,waw"; "none" lifts it).
+ *
+ * Completion: the origin buffer may be reused when the call returns; the
+ * operation is complete at the target, and fetched values are in the result
+ * buffer, after the synchronization that ends or flushes the epoch
+ * (fence, complete, unlock, unlock_all, flush*), or when the request of the
+ * r* forms completes. Single elements of types with hardware atomics are
+ * done by the origin with atomic instructions; the rest is queued on the
+ * target's ring and applied by a progress agent (or by the origin itself
+ * while it waits for completion), never by the target process's own thread.
+ *
+ * Errors (as rma_put(), plus): RMA_ERR_OP for RMA_OP_NULL, an unknown op, or
+ * an op not defined on the type (the message names both); RMA_ERR_TYPE when
+ * the types mix basic types or differ between the arguments;
+ * RMA_ERR_RMA_RANGE when the target footprint leaves the window.
+ */
+
+/**
+ * @brief Combine @p origin_count x @p origin_datatype with the target's
+ *        @p target_count x @p target_datatype at @p target_disp using @p op
+ *        (RMA_REPLACE: an atomic put; RMA_NO_OP: nothing).
+ */
+RMA_API int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			   rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+			   rma_win win);
+
+/**
+ * @brief Fetch the target's data into @p result_addr (@p result_count x
+ *        @p result_datatype), then combine the origin's into it with @p op,
+ *        atomically per element. With RMA_NO_OP the origin buffer is ignored
+ *        (an atomic get).
+ */
+RMA_API int rma_get_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+			       void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
+			       rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+			       rma_win win);
+
+/**
+ * @brief rma_get_accumulate() of one element of predefined @p datatype: the
+ *        target's value goes to @p result_addr, then becomes
+ *        op(value, *origin_addr). @p origin_addr is ignored for RMA_NO_OP.
+ */
+RMA_API int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_datatype datatype, int target_rank,
+			     rma_aint target_disp, rma_op op, rma_win win);
+
+/**
+ * @brief Atomically: *result_addr = target value; if it equals *compare_addr,
+ *        the target value becomes *origin_addr. One element of an integer,
+ *        logical (C_BOOL) or byte type; other types give RMA_ERR_TYPE.
+ */
+RMA_API int rma_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+				 rma_datatype datatype, int target_rank, rma_aint target_disp, rma_win win);
+
+/**
+ * @brief rma_accumulate() returning a request that completes when the origin
+ *        buffer may be reused. Inside passive-target epochs only (as rma_rput()).
+ */
+RMA_API int rma_raccumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+			    int target_rank, rma_aint target_disp, int target_count, rma_datatype target_datatype,
+			    rma_op op, rma_win win, rma_request *request);
+
+/**
+ * @brief rma_get_accumulate() returning a request that completes when the
+ *        fetched data is in the result buffer.
+ */
+RMA_API int rma_rget_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+				void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
+				rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+				rma_win win, rma_request *request);
 
 /* ------------------------------------------------------------------------ */
 /* Request-based operations (inside passive-target epochs only, as in MPI)  */

@@ -1061,27 +1061,161 @@ RMA_EXPORT int rma_win_flush_local_all(rma_win win)
 			[](Window &w) { return w.flushAll("rma_win_flush_local_all"); });
 }
 
+/* ---- Accumulate family ------------------------------------------------------ */
+
+RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+			      rma_win win)
+{
+	return onWindow("rma_accumulate", win, [&](Window &w) {
+		AccArgs a;
+		a.origin = origin_addr;
+		a.ocount = origin_count;
+		a.otype = origin_datatype;
+		a.target = target_rank;
+		a.disp = target_disp;
+		a.tcount = target_count;
+		a.ttype = target_datatype;
+		a.op = op;
+		return w.accumulate("rma_accumulate", a);
+	});
+}
+
+namespace {
+
+AccArgs getAccumulateArgs(const void *origin_addr, int origin_count, rma_datatype origin_datatype, void *result_addr,
+			  int result_count, rma_datatype result_datatype, int target_rank, rma_aint target_disp,
+			  int target_count, rma_datatype target_datatype, rma_op op)
+{
+	AccArgs a;
+	a.origin = origin_addr;
+	a.ocount = origin_count;
+	a.otype = origin_datatype;
+	a.result = result_addr;
+	a.rcount = result_count;
+	a.rtype = result_datatype;
+	a.target = target_rank;
+	a.disp = target_disp;
+	a.tcount = target_count;
+	a.ttype = target_datatype;
+	a.op = op;
+	return a;
+}
+
+/* A result buffer is needed whenever data comes back. */
+int checkResult(const char *call, const void *result, int count)
+{
+	if (!result && count > 0)
+		return makeError(RMA_ERR_BUFFER, "%s: result_addr is NULL", call);
+	return RMA_SUCCESS;
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+				  void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
+				  rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+				  rma_win win)
+{
+	return onWindow("rma_get_accumulate", win, [&](Window &w) {
+		RMA_TRY(checkResult("rma_get_accumulate", result_addr, result_count));
+		AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+		static char empty;
+		if (!a.result)
+			a.result = &empty;
+		return w.accumulate("rma_get_accumulate", a);
+	});
+}
+
+RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_datatype datatype, int target_rank,
+				rma_aint target_disp, rma_op op, rma_win win)
+{
+	return onWindow("rma_fetch_and_op", win, [&](Window &w) {
+		RMA_TRY(checkResult("rma_fetch_and_op", result_addr, 1));
+		AccArgs a = getAccumulateArgs(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp,
+					      1, datatype, op);
+		a.fetchAndOp = true;
+		return w.accumulate("rma_fetch_and_op", a);
+	});
+}
+
+RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+				    rma_datatype datatype, int target_rank, rma_aint target_disp, rma_win win)
+{
+	return onWindow("rma_compare_and_swap", win, [&](Window &w) {
+		if (!origin_addr || !compare_addr || !result_addr)
+			return makeError(RMA_ERR_BUFFER, "rma_compare_and_swap: a buffer (origin, compare or result) is NULL");
+		return w.compareAndSwap("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
+					target_disp, nullptr);
+	});
+}
+
 /* ---- Requests --------------------------------------------------------------- */
 
 namespace {
 
 /*
- * Operations to same-host targets complete when their call returns, so
- * their requests are born complete: one predefined handle stands for all of
- * them and costs no allocation. Requests of queued operations (accumulates
- * through the progress ring) will be real objects.
+ * Operations that complete when their call returns (put and get to
+ * same-host targets, accumulates done by the origin) are born complete: one
+ * predefined handle stands for all of them and costs no allocation. An
+ * operation queued on a target's ring gets a Request naming its record.
  */
 const rma_request kCompleteRequest = RMA_PREDEFINED_(rma_request, RMA_HANDLE_KIND_REQUEST_, 1);
 
+struct Request {
+	rma_win win;
+	int target;
+	uint64_t seq;
+};
+
+HandleTable<Request, HandleKind::Request> &requestTable()
+{
+	static HandleTable<Request, HandleKind::Request> table;
+	return table;
+}
+
 bool validRequest(rma_request r)
 {
-	return r == RMA_REQUEST_NULL || r == kCompleteRequest;
+	return r == RMA_REQUEST_NULL || r == kCompleteRequest ||
+	       requestTable().lookup(reinterpret_cast<uintptr_t>(r)) != nullptr;
 }
 
 [[gnu::cold]] int invalidRequest(const char *call, int index)
 {
 	return selfError(index < 0 ? makeError(RMA_ERR_REQUEST, "%s: not a valid request", call)
 				   : makeError(RMA_ERR_REQUEST, "%s: request %d is not a valid request", call, index));
+}
+
+/* The request for an operation that was queued as record @seq (0: complete already). */
+rma_request makeRequest(rma_win win, int target, uint64_t seq)
+{
+	if (seq == 0)
+		return kCompleteRequest;
+	auto r = std::make_shared<Request>(Request{ win, target, seq });
+	return reinterpret_cast<rma_request>(requestTable().insert(std::move(r)));
+}
+
+/* Complete (wait) or check (test) one valid request; frees it when complete. */
+int finishRequest(const char *call, rma_request *request, bool wait, bool *complete)
+{
+	*complete = true;
+	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
+	if (Request *r = requestTable().lookup(h)) {
+		if (Window *w = toWindow(r->win)) { /* a freed window has completed everything */
+			if (wait) {
+				int rc = w->waitAccumulate(call, r->target, r->seq);
+				if (rc != RMA_SUCCESS)
+					return winError(r->win, w, rc);
+			} else if (!w->testAccumulate(r->target, r->seq)) {
+				*complete = false;
+				return RMA_SUCCESS;
+			}
+		}
+		requestTable().remove(h);
+	}
+	*request = RMA_REQUEST_NULL;
+	return RMA_SUCCESS;
 }
 
 template<bool Put>
@@ -1094,6 +1228,20 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 		RMA_TRY(w.checkRequestEpoch(call, target));
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
 		*request = kCompleteRequest;
+		return RMA_SUCCESS;
+	});
+}
+
+int requestAccumulate(const char *call, AccArgs a, rma_win win, rma_request *request)
+{
+	return onWindow(call, win, [&](Window &w) {
+		if (!request)
+			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
+		RMA_TRY(w.checkRequestEpoch(call, a.target));
+		uint64_t seq = 0;
+		a.queuedSeq = &seq;
+		RMA_TRY(w.accumulate(call, a));
+		*request = makeRequest(win, a.target, seq);
 		return RMA_SUCCESS;
 	});
 }
@@ -1116,12 +1264,42 @@ RMA_EXPORT int rma_rget(void *origin_addr, int origin_count, rma_datatype origin
 				target_count, target_datatype, win, request);
 }
 
+RMA_EXPORT int rma_raccumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+			       int target_rank, rma_aint target_disp, int target_count, rma_datatype target_datatype,
+			       rma_op op, rma_win win, rma_request *request)
+{
+	AccArgs a;
+	a.origin = origin_addr;
+	a.ocount = origin_count;
+	a.otype = origin_datatype;
+	a.target = target_rank;
+	a.disp = target_disp;
+	a.tcount = target_count;
+	a.ttype = target_datatype;
+	a.op = op;
+	return requestAccumulate("rma_raccumulate", a, win, request);
+}
+
+RMA_EXPORT int rma_rget_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+				   void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
+				   rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+				   rma_win win, rma_request *request)
+{
+	if (int rc = checkResult("rma_rget_accumulate", result_addr, result_count); rc != RMA_SUCCESS)
+		return selfError(rc);
+	static char empty;
+	AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr ? result_addr : &empty,
+				      result_count, result_datatype, target_rank, target_disp, target_count,
+				      target_datatype, op);
+	return requestAccumulate("rma_rget_accumulate", a, win, request);
+}
+
 RMA_EXPORT int rma_wait(rma_request *request, rma_status *)
 {
 	if (!request || !validRequest(*request))
 		return invalidRequest("rma_wait", -1);
-	*request = RMA_REQUEST_NULL;
-	return RMA_SUCCESS;
+	bool complete;
+	return finishRequest("rma_wait", request, true, &complete);
 }
 
 RMA_EXPORT int rma_test(rma_request *request, int *flag, rma_status *)
@@ -1130,8 +1308,9 @@ RMA_EXPORT int rma_test(rma_request *request, int *flag, rma_status *)
 		return invalidRequest("rma_test", -1);
 	if (!flag)
 		return nullArg("rma_test", "flag");
-	*request = RMA_REQUEST_NULL;
-	*flag = 1;
+	bool complete;
+	RMA_TRY(finishRequest("rma_test", request, false, &complete));
+	*flag = complete;
 	return RMA_SUCCESS;
 }
 
@@ -1142,16 +1321,36 @@ RMA_EXPORT int rma_waitall(int count, rma_request array_of_requests[], rma_statu
 	for (int i = 0; i < count; ++i)
 		if (!validRequest(array_of_requests[i]))
 			return invalidRequest("rma_waitall", i);
-	for (int i = 0; i < count; ++i)
-		array_of_requests[i] = RMA_REQUEST_NULL;
+	for (int i = 0; i < count; ++i) {
+		bool complete;
+		RMA_TRY(finishRequest("rma_waitall", &array_of_requests[i], true, &complete));
+	}
 	return RMA_SUCCESS;
 }
 
-RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *statuses)
+RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *)
 {
 	if (!flag)
 		return nullArg("rma_testall", "flag");
-	RMA_TRY(rma_waitall(count, array_of_requests, statuses));
+	if (count < 0 || (count > 0 && !array_of_requests))
+		return selfError(makeError(RMA_ERR_ARG, "rma_testall: count %d or the request array is invalid", count));
+	for (int i = 0; i < count; ++i)
+		if (!validRequest(array_of_requests[i]))
+			return invalidRequest("rma_testall", i);
+	/* All or none: check every one first (testing completes what it can, harmlessly). */
+	for (int i = 0; i < count; ++i) {
+		uintptr_t h = reinterpret_cast<uintptr_t>(array_of_requests[i]);
+		Request *r = requestTable().lookup(h);
+		Window *w = r ? toWindow(r->win) : nullptr;
+		if (w && !w->testAccumulate(r->target, r->seq)) {
+			*flag = 0;
+			return RMA_SUCCESS;
+		}
+	}
+	for (int i = 0; i < count; ++i) {
+		bool complete;
+		RMA_TRY(finishRequest("rma_testall", &array_of_requests[i], false, &complete));
+	}
 	*flag = 1;
 	return RMA_SUCCESS;
 }
@@ -1160,6 +1359,9 @@ RMA_EXPORT int rma_request_free(rma_request *request)
 {
 	if (!request || !validRequest(*request))
 		return invalidRequest("rma_request_free", -1);
+	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
+	if (requestTable().lookup(h))
+		requestTable().remove(h);
 	*request = RMA_REQUEST_NULL;
 	return RMA_SUCCESS;
 }

@@ -30,6 +30,7 @@ enum class HandleKind : uint8_t {
 	Datatype = 4,
 	Info = 5,
 	Errhandler = 6,
+	Request = 7,
 };
 
 inline constexpr uint32_t kFirstDynamic = 256;

@@ -307,6 +307,12 @@ class BlockCursor
 public:
 	/* @t must stay alive and committed while the cursor is used. */
 	BlockCursor(const Datatype &t, rma_count count);
+	/*
+	 * The same walk over a flattened block list given directly (one element's
+	 * @runs, copies @extent apart): how a type arrives from another process.
+	 * @runs must stay alive while the cursor is used.
+	 */
+	BlockCursor(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count);
 	BlockCursor(const BlockCursor &) = delete;
 	BlockCursor &operator=(const BlockCursor &) = delete;
 
@@ -356,6 +362,7 @@ public:
 	}
 
 private:
+	void init(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count);
 	void nextBlock()
 	{
 		const BlockRun &r = runs_[run_];

@@ -281,31 +281,39 @@ BlockCursor::BlockCursor(const Datatype &t, rma_count count)
 {
 	if (count <= 0 || t.size == 0)
 		return;
-	single_ = BlockRun{ 0, 0, t.size, 1 };
-	runs_ = &single_;
-	nruns_ = 1;
-	if (t.detail) {
-		runs_ = t.detail->blocks.data();
-		nruns_ = t.detail->blocks.size();
-		if (nruns_ == 0) /* not committed: nothing to walk */
-			return;
+	if (!t.detail) {
+		single_ = BlockRun{ 0, 0, t.size, 1 };
+		init(&single_, 1, t.extent, count);
+	} else if (!t.detail->blocks.empty()) { /* empty: not committed, nothing to walk */
+		init(t.detail->blocks.data(), t.detail->blocks.size(), t.extent, count);
 	}
+}
+
+BlockCursor::BlockCursor(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count)
+{
+	if (count > 0 && nruns > 0)
+		init(runs, nruns, extent, count);
+}
+
+void BlockCursor::init(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count)
+{
+	runs_ = runs;
+	nruns_ = nruns;
 	/* Fold the count into the run when one run describes all copies. */
 	const BlockRun r = runs_[0];
 	rma_count total;
-	if (nruns_ == 1 && r.count == 1 && t.extent == r.length &&
-	    !__builtin_mul_overflow(r.length, count, &total)) {
+	if (nruns_ == 1 && r.count == 1 && extent == r.length && !__builtin_mul_overflow(r.length, count, &total)) {
 		single_ = BlockRun{ r.offset, 0, total, 1 };
 		runs_ = &single_;
 	} else if (nruns_ == 1 && r.count == 1) {
-		single_ = BlockRun{ r.offset, count > 1 ? t.extent : 0, r.length, count };
+		single_ = BlockRun{ r.offset, count > 1 ? extent : 0, r.length, count };
 		runs_ = &single_;
-	} else if (nruns_ == 1 && r.count * r.stride == t.extent && !__builtin_mul_overflow(r.count, count, &total)) {
+	} else if (nruns_ == 1 && r.count * r.stride == extent && !__builtin_mul_overflow(r.count, count, &total)) {
 		single_ = BlockRun{ r.offset, r.stride, r.length, total };
 		runs_ = &single_;
 	} else {
 		copies_ = count - 1;
-		extent_ = t.extent;
+		extent_ = extent;
 	}
 	offset_ = runs_[0].offset;
 	left_ = runs_[0].length;

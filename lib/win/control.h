@@ -36,17 +36,19 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <cstdint>
 
 #include "common/cache.h"
+#include "progress/mpsc_ring.h"
 
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 1;
+inline constexpr uint32_t kControlVersion = 2;
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -127,6 +129,46 @@ struct alignas(kFalseSharingPad) AttachTable {
 	AttachEntry entries[kMaxAttach];
 };
 
+/*
+ * The accumulate area (lib/win/accumulate.cpp), per target rank t:
+ *  - AccTargetLine: `consumer` is the ring's consumer role, a try-lock any
+ *    process mapping t's memory may take to drain t's ring (0: free, else
+ *    the holder's window rank + 1); acquire on taking it pairs with the
+ *    release on giving it back, which hands over the ring's head and every
+ *    element the previous holder applied. `applyLock` serializes the
+ *    accumulates that origins apply themselves to memory they cannot reach
+ *    with atomics (dynamic windows, process memory): same encoding.
+ *  - done[t][o]: the sequence number of the last record from origin o that
+ *    has been applied to t, written by the consumer role's holder only
+ *    (release, after the record's elements and fetched values), read by
+ *    origin o (acquire) when it completes its operations to t.
+ *  - ring[t]: the MpscRing of records for t; producer id = origin rank.
+ * And per origin o, reply[o]: kAccReplyBytes where consumers write the
+ * values that o's get_accumulates fetched (o hands out the space).
+ */
+struct alignas(kFalseSharingPad) AccTargetLine {
+	std::atomic<uint64_t> consumer;
+	alignas(kFalseSharingPad) std::atomic<uint64_t> applyLock;
+};
+static_assert(sizeof(AccTargetLine) == 2 * kFalseSharingPad);
+
+inline constexpr uint32_t kAccSlots = 256;
+inline constexpr uint32_t kAccSlotBytes = 256;
+inline constexpr std::size_t kAccReplyBytes = 64 << 10;
+
+inline std::size_t roundToPad(std::size_t bytes)
+{
+	return (bytes + kFalseSharingPad - 1) / kFalseSharingPad * kFalseSharingPad;
+}
+
+/* The ring geometry for @nranks producers: staging shrinks as producers grow. */
+inline MpscRingConfig accRingConfig(uint32_t nranks)
+{
+	std::size_t stage = (std::size_t(2) << 20) / (nranks ? nranks : 1);
+	stage = std::clamp<std::size_t>(stage, 16 << 10, 64 << 10) & ~std::size_t(63);
+	return MpscRingConfig{ kAccSlots, kAccSlotBytes, nranks, static_cast<uint32_t>(stage) };
+}
+
 /* Where each part of the control segment starts. */
 struct ControlLayout {
 	std::size_t globals;
@@ -134,6 +176,12 @@ struct ControlLayout {
 	std::size_t posted;
 	std::size_t completed;
 	std::size_t attach;
+	std::size_t accLines;
+	std::size_t accDone;
+	std::size_t accDoneRow; /* bytes per target's row of done[] */
+	std::size_t accRings;
+	std::size_t accRingBytes;
+	std::size_t accReplies;
 	std::size_t size;
 
 	ControlLayout(uint32_t nranks, bool dynamic)
@@ -143,7 +191,13 @@ struct ControlLayout {
 		posted = slots + nranks * sizeof(RankSlot);
 		completed = posted + nranks * pscwRowBytes(nranks);
 		attach = completed + nranks * pscwRowBytes(nranks);
-		size = attach + (dynamic ? nranks * sizeof(AttachTable) : 0);
+		accLines = attach + (dynamic ? nranks * sizeof(AttachTable) : 0);
+		accDone = accLines + nranks * sizeof(AccTargetLine);
+		accDoneRow = roundToPad(nranks * sizeof(uint64_t));
+		accRings = accDone + nranks * accDoneRow;
+		accRingBytes = roundToPad(MpscRing::bytesFor(accRingConfig(nranks)));
+		accReplies = accRings + nranks * accRingBytes;
+		size = accReplies + nranks * kAccReplyBytes;
 	}
 };
 

@@ -236,6 +236,7 @@ int Window::unlock(int target)
 	if (!locks_[target])
 		return makeError(RMA_ERR_RMA_SYNC, "%s: rank %d of window '%s' is not locked by this process (open: %s)",
 				 kCall, target, name.c_str(), describeEpochs().c_str());
+	RMA_TRY(completeAccumulates(kCall, target));
 	completeLocally();
 	if (!(locks_[target] & kLockNoCheck))
 		releaseLock(target, locks_[target] & kLockExclusive);
@@ -275,6 +276,7 @@ int Window::unlockAll()
 {
 	if (!lockAll_)
 		return missingEpoch("rma_win_unlock_all", "lock_all epoch");
+	RMA_TRY(completeAccumulates("rma_win_unlock_all", -1));
 	completeLocally();
 	if (!(lockAll_ & kLockNoCheck))
 		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
@@ -294,6 +296,8 @@ int Window::flush(const char *call, int target)
 		return makeError(RMA_ERR_RMA_SYNC,
 				 "%s: no passive-target epoch (lock or lock_all) covers rank %d of window '%s' (open: %s)",
 				 call, target, name.c_str(), describeEpochs().c_str());
+	if (target != RMA_PROC_NULL)
+		RMA_TRY(completeAccumulates(call, target));
 	completeLocally();
 	return RMA_SUCCESS;
 }
@@ -302,6 +306,7 @@ int Window::flushAll(const char *call)
 {
 	if (!lockAll_ && !locksHeld_) [[unlikely]]
 		return missingEpoch(call, "passive-target epoch (lock or lock_all)");
+	RMA_TRY(completeAccumulates(call, -1));
 	completeLocally();
 	return RMA_SUCCESS;
 }
@@ -383,6 +388,8 @@ int Window::complete()
 {
 	if (!started_)
 		return missingEpoch("rma_win_complete", "access epoch from rma_win_start");
+	for (int t : startGroup_)
+		RMA_TRY(completeAccumulates("rma_win_complete", t));
 	completeLocally();
 	const int me = rank();
 	for (int t : startGroup_) {

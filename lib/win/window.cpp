@@ -306,6 +306,13 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			h->version = kControlVersion;
 			h->nranks = static_cast<uint32_t>(n);
 			h->flavor = static_cast<uint32_t>(flavor_);
+			const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
+				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
+							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
+				if (!ring)
+					status = ring.code();
+			}
 			fds.push_back(control_.fd());
 			mine.hasControl = 1;
 		} else {
@@ -411,6 +418,10 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	pscwRow_ = pscwRowBytes(static_cast<uint32_t>(n)) / sizeof(uint32_t);
 	if (flavor_ == Flavor::Dynamic)
 		attach_ = reinterpret_cast<AttachTable *>(control_.data() + layout.attach);
+	std::vector<bool> locked(n);
+	for (int r = 0; r < n; ++r)
+		locked[r] = flavor_ == Flavor::Dynamic || all[r].reach == static_cast<int32_t>(Reach::Process);
+	RMA_TRY(setUpAccumulates(call, control_.data(), locked));
 	access_.assign(n, 0);
 	locks_.assign(n, 0);
 	postsConsumed_.assign(n, 0);

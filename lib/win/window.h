@@ -31,6 +31,9 @@
 #include <rma/rma.h>
 
 #include "core/core.h"
+#include "op/op.h"
+#include "progress/doorbell.h"
+#include "progress/mpsc_ring.h"
 #include "datatype/datatype.h"
 #include "numa/topology.h"
 #include "common/spin_wait.h"
@@ -73,6 +76,26 @@ struct WindowHints {
 	/* Read the keys of @info over the current values; RMA_ERR_INFO_VALUE on a bad value. */
 	int parse(const char *call, const Info *info);
 };
+
+/* The arguments of an accumulate-family call (result == nullptr: no fetch). */
+struct AccArgs {
+	const void *origin = nullptr;
+	int ocount = 0;
+	rma_datatype otype = RMA_DATATYPE_NULL;
+	void *result = nullptr;
+	int rcount = 0;
+	rma_datatype rtype = RMA_DATATYPE_NULL;
+	int target = 0;
+	rma_aint disp = 0;
+	int tcount = 0;
+	rma_datatype ttype = RMA_DATATYPE_NULL;
+	rma_op op = RMA_OP_NULL;
+	bool fetchAndOp = false;
+	/* Set to the record's sequence number when the operation was queued, else 0 (complete). */
+	uint64_t *queuedSeq = nullptr;
+};
+
+struct AccRecord;
 
 /* What this rank's own memory is (reported by rma_win_get_info). */
 struct LocalMemory {
@@ -137,6 +160,25 @@ public:
 				  int tcount, rma_datatype ttype);
 	[[gnu::noinline]] int get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 				  rma_datatype ttype);
+
+	/*
+	 * The accumulate family (accumulate.cpp): accumulate, get_accumulate,
+	 * fetch_and_op; compare_and_swap. See accumulate.cpp for the three
+	 * paths and the completion protocol.
+	 */
+	int accumulate(const char *call, const AccArgs &args);
+	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
+			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
+	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */
+	bool testAccumulate(int target, uint64_t seq);
+	int waitAccumulate(const char *call, int target, uint64_t seq);
+
+	/* Progress: drain the rings this process serves (agent source); whether any has records. */
+	int progressPoll();
+	bool progressPending() const;
+	/* Consumer role: apply up to a batch of records queued for @target (0 if another holds the role). */
+	int drainRing(int target);
+	bool peerAlive(int rank) const;
 
 	/* Synchronization: active target. */
 	int fence(int assert);
@@ -214,6 +256,29 @@ private:
 		       rma_datatype ttype);
 	void writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &entry, uint32_t newCount);
 
+	/* Accumulates (accumulate.cpp). */
+	int setUpAccumulates(const char *call, std::byte *control, const std::vector<bool> &locked);
+	void applyRecord(int target, const MpscRecord &record);
+	void reclaimConsumer(int target);
+	bool ringPending(int target) const;
+	uint64_t accDoneOf(int target);
+	std::atomic<uint64_t> &doneWord(int target, int origin) const
+	{
+		return reinterpret_cast<std::atomic<uint64_t> *>(accDone_ + static_cast<size_t>(target) * accDoneRow_)[origin];
+	}
+	void collectFetches(int target, uint64_t done);
+	int completeAccumulates(const char *call, int target); /* -1: every target */
+	void ringDoorbell(int target);
+	int reserveReply(const char *call, size_t bytes, size_t &offset);
+	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const BlockRun *runs,
+			const std::byte *data, size_t dataBytes);
+	int queueAccumulate(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
+	int lockedApply(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
+	int lockApply(const char *call, int target);
+	void unlockApply(int target);
+
 	Flavor flavor_ = Flavor::Create;
 	std::shared_ptr<Comm> comm_;
 	WindowHints hints_;
@@ -229,6 +294,37 @@ private:
 	uint32_t *pscwCompleted_ = nullptr;
 	size_t pscwRow_ = 0;            /* uint32 counters per PSCW row */
 	AttachTable *attach_ = nullptr; /* dynamic: every rank's table */
+
+	/* Accumulates: shared words (control.h) and this origin's bookkeeping. */
+	AccTargetLine *accLines_ = nullptr;
+	std::byte *accDone_ = nullptr;
+	size_t accDoneRow_ = 0;
+	std::byte *accReplies_ = nullptr;
+	std::vector<MpscRing> rings_;          /* per target */
+	std::vector<bool> accLocked_;          /* per target: path 3 (apply lock) */
+	std::vector<uint64_t> accIssued_;      /* per target: last sequence number queued */
+	std::vector<uint64_t> accApplied_;     /* per target: known applied and collected */
+	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
+	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
+	bool orderingNone_ = false;
+	/* Where fetched values go once applied. */
+	struct FetchDest {
+		void *result = nullptr;
+		std::shared_ptr<Datatype> type;
+		int count = 0;
+		std::vector<std::byte> packed; /* non-contiguous result types: unpacked at the end */
+		int chunksLeft = 0;
+	};
+	struct PendingFetch {
+		int target;
+		uint64_t seq;
+		size_t replyOffset;
+		size_t bytes;
+		size_t streamOffset;
+		std::shared_ptr<FetchDest> dest;
+	};
+	std::vector<PendingFetch> fetches_;
+	size_t replyUsed_ = 0;
 
 	/* Dynamic windows: peers' rma_alloc_mem segments mapped on first use. */
 	struct DynamicMapping {

@@ -324,6 +324,7 @@ int Window::fence(int assert)
 				 "rma_win_fence: RMA_MODE_NOPRECEDE asserted on window '%s', but this process issued "
 				 "RMA operations since the last fence",
 				 name.c_str());
+	RMA_TRY(completeAccumulates("rma_win_fence", -1));
 	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));
 	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);

@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The accumulate family on windows: accumulate, get_accumulate,
+ * fetch_and_op, compare_and_swap (and their request forms through the API).
+ *
+ * Atomicity per element among all accumulate-family calls holds because
+ * every target element is only ever updated in one of three ways, chosen
+ * per target at window creation and never mixed for one element type:
+ *
+ *  1. Origin atomics (the fast path): a target whose memory this process
+ *     maps (Direct) and an op/element with a hardware atomic form, small
+ *     (kFastBytes) or forced by RMA_ACC_PATH=origin, contiguous, aligned:
+ *     the origin applies it with one atomic RMW per element (lib/op).
+ *  2. The ring: everything else to a Direct target is queued as a record on
+ *     the target's MpscRing (control.h, progress/mpsc_ring.h) and applied by
+ *     whoever holds the ring's consumer role: the progress agent, or an
+ *     origin waiting for completion. Elements with a hardware atomic form
+ *     are applied with the same atomics as path 1, so both compose; the
+ *     others (pairs, long double, complex of 16+ bytes, misaligned) are
+ *     applied plainly, serialized because one process at a time consumes,
+ *     and because no origin ever takes path 1 for them.
+ *  3. The apply lock: targets no process can reach with atomics (memory of
+ *     rma_win_create that is not from rma_alloc_mem, reached by cross-memory
+ *     attach) and every target of a dynamic window: the origin takes the
+ *     target's applyLock, reads the elements, applies, writes them back.
+ *     Every origin (the target itself included) takes it for that target.
+ *
+ * Ordering (accumulate_ordering, default rar,raw,war,waw): records of one
+ * origin to one target are applied in the order they were queued (the ring
+ * is FIFO per producer); before a path-1 operation, an origin with records
+ * still queued to that target waits for them, unless the window's ordering
+ * is "none". Path 3 completes at the call.
+ *
+ * Completion: each record carries a per-(origin, target) sequence number;
+ * the consumer stores it in done[target][origin] after applying the record
+ * (and writing fetched values to the origin's reply area). flush, unlock,
+ * fence and complete wait for done >= the last number this origin issued
+ * to that target, draining the ring themselves when the consumer role is
+ * free, so nothing waits for the target process or for an agent that may
+ * not exist (RMA_PROGRESS=none). Fetched values are copied from the reply
+ * area to the result buffer at that completion.
+ */
+#include <signal.h>
+
+#include <climits>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/spin_wait.h"
+#include "datatype/datatype.h"
+#include "error/error.h"
+#include "op/op.h"
+#include "progress/doorbell.h"
+#include "win/window.h"
+
+namespace librma {
+
+/*
+ * A record: this header, then nruns BlockRuns (the target type's flattened
+ * runs; none when the target is contiguous), then the data: the origin's
+ * elements packed (compare-and-swap: the compare value, then the origin's).
+ */
+struct AccRecord {
+	uint64_t seq;
+	int64_t targetOffset; /* of the target buffer from the target's window base */
+	uint64_t dataBytes;   /* of data in this record */
+	uint64_t skip;        /* data bytes of the target layout before this record's (a chunk) */
+	uint64_t replyOffset; /* fetch: where the old values go in the origin's reply area */
+	int64_t extent;       /* of the target type (runs repeat every extent) */
+	int64_t copies;       /* the target count */
+	uint32_t nruns;
+	uint8_t op;
+	uint8_t elem;
+	uint8_t fetch;
+	uint8_t reserved;
+};
+static_assert(sizeof(AccRecord) == 64);
+
+namespace {
+
+/* The record kinds (MpscRecord::type). */
+enum : uint32_t { kRecordAccumulate = 1, kRecordCompareAndSwap = 2 };
+
+
+/* RMA_ACC_PATH: which path accumulates take (a test and benchmark knob). */
+enum class AccPath { Auto, Origin, Ring };
+
+AccPath accPath()
+{
+	static const AccPath path = [] {
+		const char *v = getenv("RMA_ACC_PATH");
+		if (!v || !strcmp(v, "auto") || !*v)
+			return AccPath::Auto;
+		if (!strcmp(v, "origin"))
+			return AccPath::Origin;
+		if (!strcmp(v, "ring"))
+			return AccPath::Ring;
+		return AccPath::Auto;
+	}();
+	return path;
+}
+
+/* Operations up to this many bytes of data take the origin path when they can. */
+constexpr rma_count kFastBytes = 64;
+
+const Datatype &byteType()
+{
+	return kPredefinedTypes[static_cast<int>(BasicType::Byte)];
+}
+
+/*
+ * The one element type a datatype is made of: a basic type or a pair
+ * type (the handle index), 0 if it mixes types or has none.
+ */
+uint8_t elementOf(const Datatype &t)
+{
+	if (t.predefined)
+		return t.handleIndex;
+	if (t.basic != BasicType::None)
+		return static_cast<uint8_t>(t.basic);
+	if (!t.detail)
+		return 0;
+	uint8_t found = 0;
+	for (const auto &item : t.detail->items) {
+		uint8_t e = item.type ? elementOf(*item.type) : 0;
+		if (e == 0 || (found && e != found))
+			return 0;
+		found = e;
+	}
+	return found;
+}
+
+[[gnu::cold]] int mixedType(const char *call, const char *side, const Datatype &t)
+{
+	return makeError(RMA_ERR_TYPE,
+			 "%s: the %s datatype %s is not built from one predefined type (accumulate-family calls "
+			 "need every basic element of one type)",
+			 call, side, t.name);
+}
+
+[[gnu::cold]] int typeMismatch(const char *call, const char *side, uint8_t got, uint8_t want)
+{
+	return makeError(RMA_ERR_TYPE, "%s: the %s datatype is made of %s but the target datatype of %s", call, side,
+			 elemName(got), elemName(want));
+}
+
+[[gnu::cold]] int badType(const char *call, const char *side)
+{
+	return makeError(RMA_ERR_TYPE, "%s: the %s datatype is not a valid datatype", call, side);
+}
+
+bool aliveProducer(void *context, uint32_t producer)
+{
+	return static_cast<Window *>(context)->peerAlive(static_cast<int>(producer));
+}
+
+} /* namespace */
+
+/* ---- Setup ------------------------------------------------------------------ */
+
+int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<bool> &locked)
+{
+	const uint32_t n = static_cast<uint32_t>(size());
+	const ControlLayout layout(n, flavor_ == Flavor::Dynamic);
+	accLines_ = reinterpret_cast<AccTargetLine *>(control + layout.accLines);
+	accDone_ = control + layout.accDone;
+	accDoneRow_ = layout.accDoneRow;
+	accReplies_ = control + layout.accReplies;
+	accLocked_ = locked;
+	accIssued_.assign(n, 0);
+	accApplied_.assign(n, 0);
+	orderingNone_ = hints_.accumulateOrdering == "none";
+	rings_.resize(n);
+	for (uint32_t t = 0; t < n; ++t) {
+		std::byte *mem = control + layout.accRings + t * layout.accRingBytes;
+		auto ring = MpscRing::attach(mem, layout.accRingBytes);
+		if (!ring)
+			return makeError(RMA_ERR_INTERN, "%s: the accumulate ring of rank %u is not usable", call, t);
+		rings_[t] = ring.value();
+		rings_[t].setLiveness(aliveProducer, this, 100'000'000);
+	}
+	return RMA_SUCCESS;
+}
+
+bool Window::peerAlive(int rank) const
+{
+	if (static_cast<unsigned>(rank) >= targets_.size())
+		return false;
+	return kill(targets_[rank].pid, 0) == 0 || errno != ESRCH;
+}
+
+/* ---- The consumer ----------------------------------------------------------- */
+
+/* Apply one record to target @t's memory (the consumer role is held). */
+void Window::applyRecord(int t, const MpscRecord &record)
+{
+	const std::byte *p = record.payload.data();
+	AccRecord h;
+	if (record.payload.size() < sizeof(h)) [[unlikely]]
+		return;
+	std::memcpy(&h, p, sizeof(h));
+	const auto *runs = reinterpret_cast<const BlockRun *>(p + sizeof(h));
+	const std::byte *data = p + sizeof(h) + h.nruns * sizeof(BlockRun);
+	const uint32_t producer = record.producer;
+	std::byte *old = h.fetch ? accReplies_ + producer * kAccReplyBytes + h.replyOffset : nullptr;
+	std::byte *base = targets_[t].base + h.targetOffset;
+	const Op op = static_cast<Op>(h.op);
+
+	if (record.type == kRecordCompareAndSwap) {
+		const uint32_t eb = elemBytes(h.elem);
+		librma::compareAndSwap(h.elem, base, data, data + eb, old);
+	} else {
+		BlockRun whole{ 0, 0, static_cast<rma_count>(h.skip + h.dataBytes), 1 };
+		BlockCursor cursor = h.nruns ? BlockCursor(runs, h.nruns, h.extent, h.copies) : BlockCursor(&whole, 1, 0, 1);
+		for (uint64_t skip = h.skip; skip > 0 && !cursor.done();) {
+			rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(skip));
+			cursor.advance(step);
+			skip -= static_cast<uint64_t>(step);
+		}
+		uint64_t left = h.dataBytes;
+		if (!isPairElem(h.elem)) {
+			while (left > 0 && !cursor.done()) {
+				rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
+				size_t count = static_cast<size_t>(step) / elemBytes(h.elem);
+				applyOp(op, h.elem, base + cursor.offset(), data, old, count);
+				data += step;
+				if (old)
+					old += step;
+				left -= static_cast<uint64_t>(step);
+				cursor.advance(step);
+			}
+		} else {
+			const uint32_t eb = elemBytes(h.elem);
+			const uint32_t vb = detail::kElemInfo[h.elem].valueBytes;
+			while (left >= eb && !cursor.done()) {
+				std::byte *value = base + cursor.offset();
+				cursor.advance(vb);
+				std::byte *index = base + cursor.offset();
+				cursor.advance(eb - vb);
+				applyPairOp(op, h.elem, value, index, data, old);
+				data += eb;
+				if (old)
+					old += eb;
+				left -= eb;
+			}
+		}
+	}
+	/*
+	 * R-done: pairs with the acquire in accDoneOf() at the origin; publishes
+	 * the elements applied and the fetched values written above.
+	 */
+	doneWord(t, static_cast<int>(producer)).store(h.seq, std::memory_order_release);
+}
+
+int Window::drainRing(int t)
+{
+	AccTargetLine &line = accLines_[t];
+	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
+	/* Relaxed: a cheap look before the CAS; the CAS decides. */
+	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
+	if (holder != 0)
+		return 0;
+	/*
+	 * Acquire: pairs with the release below in the previous holder (any
+	 * process); hands over the ring's head and what it applied.
+	 */
+	if (!line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
+		return 0;
+	int n = rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64);
+	/* Release: pairs with the acquire above in the next holder. */
+	line.consumer.store(0, std::memory_order_release);
+	return n;
+}
+
+/* A consumer role held by a dead process is taken back (it may have died mid-record). */
+void Window::reclaimConsumer(int t)
+{
+	AccTargetLine &line = accLines_[t];
+	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
+	if (holder != 0 && !peerAlive(static_cast<int>(holder) - 1))
+		/* Release: as giving the role back; the dead holder's partial work is lost. */
+		line.consumer.compare_exchange_strong(holder, 0, std::memory_order_release, std::memory_order_relaxed);
+}
+
+bool Window::ringPending(int t) const
+{
+	return rings_[t].pending();
+}
+
+int Window::progressPoll()
+{
+	int work = 0;
+	for (int t : served_)
+		work += drainRing(t);
+	return work;
+}
+
+bool Window::progressPending() const
+{
+	for (int t : served_)
+		if (ringPending(t))
+			return true;
+	return false;
+}
+
+/* ---- Completion ------------------------------------------------------------- */
+
+uint64_t Window::accDoneOf(int t)
+{
+	/* Acquire: pairs with R-done in applyRecord(). */
+	return doneWord(t, rank()).load(std::memory_order_acquire);
+}
+
+/* Copy out the fetched values of records to @t applied up to @done; free reply space when none is left. */
+void Window::collectFetches(int t, uint64_t done)
+{
+	for (size_t i = 0; i < fetches_.size();) {
+		PendingFetch &f = fetches_[i];
+		if (f.target != t || f.seq > done) {
+			++i;
+			continue;
+		}
+		const std::byte *reply = accReplies_ + static_cast<size_t>(rank()) * kAccReplyBytes + f.replyOffset;
+		FetchDest &d = *f.dest;
+		if (d.packed.empty())
+			std::memcpy(static_cast<std::byte *>(d.result) + f.streamOffset, reply, f.bytes);
+		else
+			std::memcpy(d.packed.data() + f.streamOffset, reply, f.bytes);
+		if (--d.chunksLeft == 0 && !d.packed.empty())
+			copyTyped(static_cast<std::byte *>(d.result), *d.type, d.count, d.packed.data(), byteType(),
+				  static_cast<rma_count>(d.packed.size()), static_cast<rma_count>(d.packed.size()));
+		fetches_[i] = std::move(fetches_.back());
+		fetches_.pop_back();
+	}
+	if (fetches_.empty())
+		replyUsed_ = 0;
+}
+
+int Window::completeAccumulates(const char *call, int t)
+{
+	if (t < 0) {
+		for (int r = 0; r < size(); ++r)
+			RMA_TRY(completeAccumulates(call, r));
+		return RMA_SUCCESS;
+	}
+	const uint64_t want = accIssued_[t];
+	if (accApplied_[t] == want)
+		return RMA_SUCCESS;
+	uint64_t done = accDoneOf(t);
+	if (done != want) {
+		int rc = waitUntil(call, "accumulates to be applied", -1, [&, t, want] {
+			drainRing(t);
+			done = accDoneOf(t);
+			return done == want;
+		});
+		if (rc != RMA_SUCCESS)
+			return rc;
+	}
+	accApplied_[t] = want;
+	collectFetches(t, want);
+	return RMA_SUCCESS;
+}
+
+bool Window::testAccumulate(int t, uint64_t seq)
+{
+	if (static_cast<unsigned>(t) >= accApplied_.size() || accApplied_[t] >= seq)
+		return true;
+	drainRing(t);
+	uint64_t done = accDoneOf(t);
+	if (done < seq)
+		return false;
+	collectFetches(t, done);
+	if (done == accIssued_[t])
+		accApplied_[t] = done;
+	return true;
+}
+
+int Window::waitAccumulate(const char *call, int t, uint64_t seq)
+{
+	if (static_cast<unsigned>(t) >= accApplied_.size() || accApplied_[t] >= seq)
+		return RMA_SUCCESS;
+	RMA_TRY(waitUntil(call, "an accumulate to be applied", -1, [&] {
+		drainRing(t);
+		return accDoneOf(t) >= seq;
+	}));
+	testAccumulate(t, seq);
+	return RMA_SUCCESS;
+}
+
+/* ---- Origin side -------------------------------------------------------------- */
+
+/* Wake whoever serves @t's ring, if it sleeps. */
+void Window::ringDoorbell(int t)
+{
+	if (Doorbell *bell = servers_.empty() ? nullptr : servers_[t]) [[likely]]
+		bell->ring();
+}
+
+/* Reply space for @bytes of fetched values (completing earlier fetches if it is full). */
+int Window::reserveReply(const char *call, size_t bytes, size_t &offset)
+{
+	if (replyUsed_ + bytes > kAccReplyBytes) {
+		for (int t = 0; t < size() && !fetches_.empty(); ++t)
+			RMA_TRY(completeAccumulates(call, t));
+	}
+	offset = replyUsed_;
+	replyUsed_ += (bytes + 15) & ~size_t(15);
+	return RMA_SUCCESS;
+}
+
+/* Queue one record for @t; spins (draining the ring itself) while the ring is full. */
+int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord &h, const BlockRun *runs,
+			const std::byte *data, size_t dataBytes)
+{
+	const size_t runBytes = h.nruns * sizeof(BlockRun);
+	const size_t length = sizeof(AccRecord) + runBytes + dataBytes;
+	MpscClaim claim;
+	MpscStatus status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind, static_cast<uint32_t>(length), &claim);
+	if (status == MpscStatus::Again) {
+		ringDoorbell(t);
+		RMA_TRY(waitUntil(call, "room in the accumulate ring", -1, [&] {
+			drainRing(t);
+			status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind, static_cast<uint32_t>(length),
+						    &claim);
+			return status != MpscStatus::Again;
+		}));
+	}
+	if (status != MpscStatus::Ok) [[unlikely]]
+		return makeError(RMA_ERR_INTERN, "%s: a %zu-byte accumulate record does not fit the ring of rank %d", call,
+				 length, t);
+	AccRecord stamped = h;
+	stamped.seq = ++accIssued_[t];
+	std::byte *out = claim.payload.data();
+	std::memcpy(out, &stamped, sizeof(stamped));
+	if (runBytes)
+		std::memcpy(out + sizeof(stamped), runs, runBytes);
+	if (dataBytes)
+		std::memcpy(out + sizeof(stamped) + runBytes, data, dataBytes);
+	rings_[t].commit(claim);
+	return RMA_SUCCESS;
+}
+
+int Window::accumulate(const char *call, const AccArgs &a)
+{
+	RMA_TRY(checkAccess(call, a.target));
+	if (a.target == RMA_PROC_NULL)
+		return RMA_SUCCESS;
+	const Op op = toOp(a.op);
+	const bool fetch = a.result != nullptr || a.fetchAndOp;
+	const bool usesOrigin = !(fetch && op == Op::NoOp);
+	const Datatype *td = lookupDatatype(a.ttype);
+	if (!td) [[unlikely]]
+		return badType(call, "target");
+	const Datatype *od = usesOrigin ? lookupDatatype(a.otype) : nullptr;
+	if (usesOrigin && !od) [[unlikely]]
+		return badType(call, "origin");
+	const Datatype *rd = fetch ? lookupDatatype(a.rtype) : nullptr;
+	if (fetch && !rd) [[unlikely]]
+		return badType(call, "result");
+	if (a.tcount < 0 || (usesOrigin && a.ocount < 0) || (fetch && a.rcount < 0)) [[unlikely]]
+		return makeError(RMA_ERR_COUNT, "%s: counts must not be negative (origin %d, result %d, target %d)", call,
+				 a.ocount, a.rcount, a.tcount);
+	const uint8_t elem = elementOf(*td);
+	if (!elem)
+		return mixedType(call, "target", *td);
+	if (usesOrigin) {
+		uint8_t oe = elementOf(*od);
+		if (!oe)
+			return mixedType(call, "origin", *od);
+		if (oe != elem)
+			return typeMismatch(call, "origin", oe, elem);
+	}
+	if (fetch) {
+		uint8_t re = elementOf(*rd);
+		if (!re)
+			return mixedType(call, "result", *rd);
+		if (re != elem)
+			return typeMismatch(call, "result", re, elem);
+	}
+	RMA_TRY(checkOp(call, op, elem, fetch));
+	if (a.fetchAndOp && !td->predefined)
+		return makeError(RMA_ERR_TYPE, "%s: the datatype must be a predefined type (got %s)", call, td->name);
+
+	rma_count bytes = td->size * a.tcount;
+	if (usesOrigin)
+		RMA_TRY(matchSignatures(call, *od, a.ocount, *td, a.tcount, true, bytes));
+	if (fetch) {
+		rma_count rbytes;
+		RMA_TRY(matchSignatures(call, *td, a.tcount, *rd, a.rcount, true, rbytes));
+	}
+	if (op != Op::NoOp)
+		RMA_TRY(checkTargetType(call, *td, a.tcount));
+	TargetView view;
+	RMA_TRY(checkTarget(call, a.target, a.disp, footprint(*td, a.tcount), view));
+	if (bytes == 0)
+		return RMA_SUCCESS;
+	pendingOps_ = true;
+	if (a.queuedSeq)
+		*a.queuedSeq = 0;
+
+	if (accLocked_[a.target])
+		return lockedApply(call, a, view, op, elem, *td, od, rd, bytes);
+
+	const size_t n = static_cast<size_t>(bytes) / elemBytes(elem);
+	const AccPath path = accPath();
+	if (path != AccPath::Ring && td->isContiguous() && (!od || od->isContiguous()) && (!rd || rd->isContiguous()) &&
+	    atomicAt(op, elem, view.base) && (path == AccPath::Origin || bytes <= kFastBytes)) {
+		if (accIssued_[a.target] != accApplied_[a.target] && !orderingNone_)
+			RMA_TRY(completeAccumulates(call, a.target));
+		applyOp(op, elem, view.base, a.origin, a.result, n);
+		return RMA_SUCCESS;
+	}
+	return queueAccumulate(call, a, view, op, elem, *td, od, rd, bytes);
+}
+
+int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes)
+{
+	const int t = a.target;
+	std::vector<BlockRun> scratch;
+	const BlockRun *runs = nullptr;
+	uint32_t nruns = 0;
+	if (!td.isContiguous()) {
+		const std::vector<BlockRun> &b = blocksOf(td, scratch);
+		runs = b.data();
+		nruns = static_cast<uint32_t>(b.size());
+	}
+	const uint32_t eb = elemBytes(elem);
+	const size_t header = sizeof(AccRecord) + nruns * sizeof(BlockRun);
+	const size_t room = rings_[t].maxPayload();
+	if (header + eb > room)
+		return makeError(RMA_ERR_NOT_SUPPORTED,
+				 "%s: the target datatype %s flattens to %u blocks, more than one accumulate record "
+				 "carries (%zu bytes)",
+				 call, td.name, nruns, room);
+	size_t chunk = (room - header) / eb * eb;
+	const bool fetch = rd != nullptr;
+	if (fetch)
+		chunk = std::min(chunk, kAccReplyBytes / eb * eb);
+
+	/* The origin's data, packed (in place when it already is). */
+	std::vector<std::byte> packed;
+	const std::byte *data = nullptr;
+	if (od) {
+		if (od->isContiguous()) {
+			data = static_cast<const std::byte *>(a.origin);
+		} else {
+			packed.resize(static_cast<size_t>(bytes));
+			copyTyped(packed.data(), byteType(), bytes, static_cast<const std::byte *>(a.origin), *od, a.ocount,
+				  bytes);
+			data = packed.data();
+		}
+	}
+	std::shared_ptr<FetchDest> dest;
+	if (fetch) {
+		dest = std::make_shared<FetchDest>();
+		dest->result = a.result;
+		dest->count = a.rcount;
+		dest->type = shareDatatype(a.rtype);
+		if (!dest->type) /* predefined: lives for ever */
+			dest->type = std::shared_ptr<Datatype>(std::shared_ptr<Datatype>(), const_cast<Datatype *>(rd));
+		if (!rd->isContiguous())
+			dest->packed.resize(static_cast<size_t>(bytes));
+	}
+
+	AccRecord h{};
+	h.targetOffset = view.base - targets_[t].base;
+	h.extent = td.extent;
+	h.copies = a.tcount;
+	h.nruns = nruns;
+	h.op = static_cast<uint8_t>(op);
+	h.elem = elem;
+	h.fetch = fetch;
+	for (size_t off = 0; off < static_cast<size_t>(bytes); off += chunk) {
+		const size_t len = std::min(chunk, static_cast<size_t>(bytes) - off);
+		h.skip = off;
+		h.dataBytes = len;
+		if (fetch)
+			RMA_TRY(reserveReply(call, len, *reinterpret_cast<size_t *>(&h.replyOffset)));
+		RMA_TRY(queueRecord(call, t, kRecordAccumulate, h, runs, data ? data + off : nullptr, data ? len : 0));
+		if (fetch) {
+			++dest->chunksLeft;
+			fetches_.push_back(PendingFetch{ t, accIssued_[t], static_cast<size_t>(h.replyOffset), len, off, dest });
+		}
+	}
+	if (a.queuedSeq)
+		*a.queuedSeq = accIssued_[t];
+	ringDoorbell(t);
+	return RMA_SUCCESS;
+}
+
+/* Path 3: the origin applies the operation under the target's apply lock. */
+int Window::lockedApply(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes)
+{
+	const size_t len = static_cast<size_t>(bytes);
+	std::vector<std::byte> cur(len);
+	std::vector<std::byte> packedOrigin;
+	const std::byte *origin = nullptr;
+	if (od) {
+		if (od->isContiguous()) {
+			origin = static_cast<const std::byte *>(a.origin);
+		} else {
+			packedOrigin.resize(len);
+			copyTyped(packedOrigin.data(), byteType(), bytes, static_cast<const std::byte *>(a.origin), *od,
+				  a.ocount, bytes);
+			origin = packedOrigin.data();
+		}
+	}
+	if (bytes > INT_MAX)
+		return makeError(RMA_ERR_NOT_SUPPORTED, "%s: %lld bytes to a target without shared memory (at most %d)",
+				 call, static_cast<long long>(bytes), INT_MAX);
+	const int nbytes = static_cast<int>(bytes);
+	RMA_TRY(lockApply(call, a.target));
+	int rc = transfer(call, view, cur.data(), byteType(), nbytes, td, a.tcount, bytes, false);
+	if (rc == RMA_SUCCESS && rd)
+		copyTyped(static_cast<std::byte *>(a.result), *rd, a.rcount, cur.data(), byteType(), bytes, bytes);
+	if (rc == RMA_SUCCESS && op != Op::NoOp) {
+		const uint32_t eb = elemBytes(elem);
+		if (isPairElem(elem)) {
+			const uint32_t vb = detail::kElemInfo[elem].valueBytes;
+			for (size_t off = 0; off + eb <= len; off += eb)
+				applyPairOp(op, elem, cur.data() + off, cur.data() + off + vb, origin + off, nullptr);
+		} else {
+			applyOpPlain(op, elem, cur.data(), origin, nullptr, len / eb);
+		}
+		rc = transfer(call, view, cur.data(), byteType(), nbytes, td, a.tcount, bytes, true);
+	}
+	unlockApply(a.target);
+	return rc;
+}
+
+int Window::lockApply(const char *call, int t)
+{
+	std::atomic<uint64_t> &word = accLines_[t].applyLock;
+	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
+	return waitUntil(call, "the accumulate lock of the target", -1, [&] {
+		uint64_t v = 0;
+		/* Acquire: pairs with the release in unlockApply(); the previous holder's writes are visible. */
+		return word.load(std::memory_order_relaxed) == 0 &&
+		       word.compare_exchange_weak(v, me, std::memory_order_acquire, std::memory_order_relaxed);
+	});
+}
+
+void Window::unlockApply(int t)
+{
+	/* Release: pairs with the acquire in lockApply(). */
+	accLines_[t].applyLock.store(0, std::memory_order_release);
+}
+
+int Window::compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
+			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq)
+{
+	RMA_TRY(checkAccess(call, target));
+	if (queuedSeq)
+		*queuedSeq = 0;
+	if (target == RMA_PROC_NULL)
+		return RMA_SUCCESS;
+	const Datatype *d = lookupDatatype(type);
+	if (!d || !d->predefined)
+		return makeError(RMA_ERR_TYPE, "%s: the datatype must be a predefined type", call);
+	const uint8_t elem = d->handleIndex;
+	RMA_TRY(checkCompareAndSwapType(call, elem));
+	TargetView view;
+	RMA_TRY(checkTarget(call, target, disp, footprint(*d, 1), view));
+	pendingOps_ = true;
+	const uint32_t eb = elemBytes(elem);
+
+	if (accLocked_[target]) {
+		std::byte cur[8];
+		RMA_TRY(lockApply(call, target));
+		int rc = transfer(call, view, cur, *d, 1, *d, 1, eb, false);
+		if (rc == RMA_SUCCESS) {
+			std::memcpy(result, cur, eb);
+			if (std::memcmp(cur, compare, eb) == 0)
+				rc = transfer(call, view, const_cast<void *>(origin), *d, 1, *d, 1, eb, true);
+		}
+		unlockApply(target);
+		return rc;
+	}
+	if (accPath() != AccPath::Ring && (reinterpret_cast<uintptr_t>(view.base) & (eb - 1)) == 0) {
+		if (accIssued_[target] != accApplied_[target] && !orderingNone_)
+			RMA_TRY(completeAccumulates(call, target));
+		librma::compareAndSwap(elem, view.base, compare, origin, result);
+		return RMA_SUCCESS;
+	}
+	std::byte data[16];
+	std::memcpy(data, compare, eb);
+	std::memcpy(data + eb, origin, eb);
+	size_t replyOffset;
+	RMA_TRY(reserveReply(call, eb, replyOffset));
+	AccRecord h{};
+	h.targetOffset = view.base - targets_[target].base;
+	h.dataBytes = 2 * eb;
+	h.replyOffset = replyOffset;
+	h.elem = elem;
+	h.fetch = 1;
+	RMA_TRY(queueRecord(call, target, kRecordCompareAndSwap, h, nullptr, data, 2 * eb));
+	auto dest = std::make_shared<FetchDest>();
+	dest->result = result;
+	dest->count = 1;
+	dest->chunksLeft = 1;
+	fetches_.push_back(PendingFetch{ target, accIssued_[target], replyOffset, eb, 0, dest });
+	if (queuedSeq)
+		*queuedSeq = accIssued_[target];
+	ringDoorbell(target);
+	return RMA_SUCCESS;
+}
+
+} /* namespace librma */
