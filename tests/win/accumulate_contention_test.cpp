@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The accumulate family under contention, over real processes: N origins
+ * hammer the same elements of one target at once with fetch_and_op,
+ * array accumulates (int64 and double), CAS-based increments and MAXLOC on
+ * DOUBLE_INT pairs, mixing single-element atomics with queued array
+ * accumulates on overlapping elements; every total must be exact and every
+ * fetch_and_op ticket unique. Then a target that computes and never calls
+ * librma while origins accumulate into it (truly passive), in every
+ * accumulate path (RMA_ACC_PATH) and progress mode (RMA_PROGRESS).
+ */
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <rma/rma.h>
+
+#include "support/multiproc.h"
+#include "win/accumulate_test_util.h"
+#include "win/window_test_util.h"
+
+using namespace rmatest;
+
+namespace {
+
+struct DoubleInt {
+	double v;
+	int i;
+};
+
+/* Layout of rank 0's window, in 8-byte units (disp_unit 8). */
+constexpr int kCounter = 0;       /* fetch_and_op SUM tickets */
+constexpr int kCasCounter = 1;    /* CAS-based increments */
+constexpr int kIntArray = 8;      /* 64 int64: accumulate SUM */
+constexpr int kDoubleArray = 72;  /* 64 doubles: accumulate SUM */
+constexpr int kPairs = 136;       /* 8 DOUBLE_INT (2 units each): MAXLOC */
+constexpr int kMixed = 152;       /* 16 int64: array accumulates + fetch_and_op on 0..3 */
+constexpr int kWindowUnits = 168;
+constexpr int kArray = 64, kNumPairs = 8, kMixedLen = 16, kMixedFop = 4;
+
+/* Rounds per origin: seconds, not minutes, on 2 shared cores. */
+constexpr int kIters = 2000;
+
+constexpr int kPassiveIters = 200, kPassiveLen = 32;
+
+double pairValue(int rank, int it, int e) { return static_cast<double>((rank * 7 + it * 3 + e) % 11); }
+int pairIndex(int rank, int it) { return rank * 1000 + it; }
+
+class ContentionTest : public ::testing::TestWithParam<std::tuple<AccPath, Progress, int>>
+{
+};
+
+/*
+ * Every rank, rank 0 included, issues kIters rounds of every kind of
+ * operation to rank 0 at once, inside one lock_all epoch.
+ */
+TEST_P(ContentionTest, ConcurrentAccumulatesOnTheSameElementsAreExact)
+{
+	auto [path, progress, ranks] = GetParam();
+	AccKnobs knobs(path, progress);
+	EXPECT_RANKS_PASS(runRanks(ranks, [](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		const int rank = worldRank(), size = worldSize();
+		SharedWords tickets(size * kIters);
+		int64_t *base;
+		rma_win win;
+		ASSERT_EQ(rma_win_allocate(rank == 0 ? kWindowUnits * 8 : 0, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base,
+					   &win),
+			  RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		if (rank == 0) {
+			auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
+			for (int e = 0; e < kNumPairs; ++e)
+				pairs[e] = { -1.0, 1 << 30 };
+		}
+		rma_barrier(RMA_COMM_WORLD);
+
+		const int64_t one = 1, mine = rank + 1;
+		std::vector<int64_t> ones(kMixedLen, 1), adds(kArray, mine);
+		std::vector<double> dadds(kArray, 0.5 * (rank + 1));
+		int64_t cmp = 0, casAttempts = 0, prevTicket = -1;
+		ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+		for (int it = 0; it < kIters; ++it) {
+			/* A ticket: the counter before my increment. */
+			int64_t ticket = -1;
+			ASSERT_EQ(rma_fetch_and_op(&one, &ticket, RMA_INT64_T, 0, kCounter, RMA_SUM, win), RMA_SUCCESS);
+			/* Arrays: queued accumulates on every element. */
+			ASSERT_EQ(rma_accumulate(adds.data(), kArray, RMA_INT64_T, 0, kIntArray, kArray, RMA_INT64_T, RMA_SUM,
+						 win),
+				  RMA_SUCCESS);
+			ASSERT_EQ(rma_accumulate(dadds.data(), kArray, RMA_DOUBLE, 0, kDoubleArray, kArray, RMA_DOUBLE,
+						 RMA_SUM, win),
+				  RMA_SUCCESS);
+			/* MAXLOC on every pair. */
+			DoubleInt mineP[kNumPairs];
+			for (int e = 0; e < kNumPairs; ++e)
+				mineP[e] = { pairValue(rank, it, e), pairIndex(rank, it) };
+			ASSERT_EQ(rma_accumulate(mineP, kNumPairs, RMA_DOUBLE_INT, 0, kPairs, kNumPairs, RMA_DOUBLE_INT,
+						 RMA_MAXLOC, win),
+				  RMA_SUCCESS);
+			/* Overlap: the whole mixed array by accumulate, its first elements by fetch_and_op too. */
+			ASSERT_EQ(rma_accumulate(ones.data(), kMixedLen, RMA_INT64_T, 0, kMixed, kMixedLen, RMA_INT64_T,
+						 RMA_SUM, win),
+				  RMA_SUCCESS);
+			int64_t ignored[kMixedFop];
+			for (int e = 0; e < kMixedFop; ++e) {
+				ASSERT_EQ(rma_fetch_and_op(&one, &ignored[e], RMA_INT64_T, 0, kMixed + e, RMA_SUM, win),
+					  RMA_SUCCESS);
+			}
+			ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+			ASSERT_GE(ticket, 0);
+			ASSERT_GT(ticket, prevTicket) << "my own fetch_and_ops went backwards";
+			prevTicket = ticket;
+			tickets.at(rank * kIters + it).store(ticket);
+
+			/* One CAS-based increment: retry with what the target held until the swap takes. */
+			for (;;) {
+				int64_t want = cmp + 1, got = -1;
+				ASSERT_EQ(rma_compare_and_swap(&want, &cmp, &got, RMA_INT64_T, 0, kCasCounter, win),
+					  RMA_SUCCESS);
+				ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+				++casAttempts;
+				if (got == cmp) {
+					cmp = want;
+					break;
+				}
+				ASSERT_GT(got, cmp) << "the CAS counter went backwards";
+				cmp = got;
+				ASSERT_LT(casAttempts, 1000000) << "CAS never succeeds";
+			}
+		}
+		ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+		rma_barrier(RMA_COMM_WORLD);
+
+		if (rank == 0) {
+			rma_win_sync(win);
+			const int64_t n = static_cast<int64_t>(size) * kIters;
+			EXPECT_EQ(base[kCounter], n);
+			EXPECT_EQ(base[kCasCounter], n);
+			int64_t perIter = 0;
+			for (int r = 0; r < size; ++r)
+				perIter += r + 1;
+			auto *doubles = reinterpret_cast<double *>(base + kDoubleArray);
+			for (int e = 0; e < kArray; ++e) {
+				EXPECT_EQ(base[kIntArray + e], perIter * kIters) << "int64 element " << e;
+				EXPECT_EQ(doubles[e], 0.5 * static_cast<double>(perIter * kIters)) << "double element " << e;
+			}
+			for (int e = 0; e < kMixedLen; ++e) {
+				EXPECT_EQ(base[kMixed + e], e < kMixedFop ? 2 * n : n) << "mixed element " << e;
+			}
+			/* MAXLOC: the largest value, and of its holders the smallest index. */
+			auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
+			for (int e = 0; e < kNumPairs; ++e) {
+				DoubleInt want{ -1.0, 1 << 30 };
+				for (int r = 0; r < size; ++r) {
+					for (int it = 0; it < kIters; ++it) {
+						double v = pairValue(r, it, e);
+						if (v > want.v || (v == want.v && pairIndex(r, it) < want.i))
+							want = { v, pairIndex(r, it) };
+					}
+				}
+				EXPECT_EQ(pairs[e].v, want.v) << "pair " << e;
+				EXPECT_EQ(pairs[e].i, want.i) << "pair " << e;
+			}
+			/* Tickets: each of 0..n-1 handed out exactly once. */
+			std::vector<int64_t> all;
+			for (int64_t i = 0; i < n; ++i)
+				all.push_back(tickets.at(static_cast<int>(i)).load());
+			std::sort(all.begin(), all.end());
+			for (int64_t i = 0; i < n; ++i) {
+				ASSERT_EQ(all[i], i) << "fetch_and_op tickets are not 0..n-1 once each";
+			}
+		}
+		rma_barrier(RMA_COMM_WORLD);
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
+std::string knobName(AccPath path, Progress progress)
+{
+	return std::string(accPathName(path)) + "_progress_" + progressName(progress);
+}
+
+std::string contentionName(const ::testing::TestParamInfo<std::tuple<AccPath, Progress, int>> &info)
+{
+	return knobName(std::get<0>(info.param), std::get<1>(info.param)) + "_" +
+	       std::to_string(std::get<2>(info.param)) + "ranks";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPathsAndProgress, ContentionTest,
+			 ::testing::Combine(::testing::Values(AccPath::Auto, AccPath::Origin, AccPath::Ring),
+					    ::testing::Values(Progress::None, Progress::Thread, Progress::Agent),
+					    ::testing::Values(2, 4)),
+			 contentionName);
+
+class TrulyPassiveTest : public ::testing::TestWithParam<std::tuple<AccPath, Progress>>
+{
+};
+
+/*
+ * Rank 0 computes and makes no librma call until both origins are done;
+ * they lock_all, accumulate (queued arrays, single-element atomics,
+ * get_accumulate) and flush. With RMA_PROGRESS=none the origins must
+ * apply the queued work themselves while they wait.
+ */
+TEST_P(TrulyPassiveTest, OriginsFinishWhileTheTargetComputes)
+{
+	auto [path, progress] = GetParam();
+	AccKnobs knobs(path, progress);
+	EXPECT_RANKS_PASS(runRanks(3, [](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		SharedWords flags; /* 0: origins done */
+		const int rank = worldRank();
+		int64_t *base;
+		rma_win win;
+		ASSERT_EQ(rma_win_allocate(rank == 0 ? (2 * kPassiveLen + 8) * 8 : 0, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base,
+					   &win),
+			  RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		rma_barrier(RMA_COMM_WORLD);
+		if (rank == 0) {
+			/* Pure computation until both origins are done (bounded by 20 s). */
+			volatile double x = 1.0;
+			auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+			while (flags.at(0).load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < end)
+				for (int i = 0; i < 1000; ++i)
+					x = x * 1.0000001 + 1e-9;
+			EXPECT_EQ(flags.at(0).load(), 2) << "origins could not finish while the target computed";
+		} else {
+			std::vector<int64_t> ones(kPassiveLen, 1);
+			const int64_t one = 1;
+			int64_t prev = -1;
+			ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			for (int it = 0; it < kPassiveIters; ++it) {
+				/* A queued array accumulate, a counter, and a fetch of my own array. */
+				ASSERT_EQ(rma_accumulate(ones.data(), kPassiveLen, RMA_INT64_T, 0, 8, kPassiveLen, RMA_INT64_T, RMA_SUM, win),
+					  RMA_SUCCESS);
+				int64_t ticket = -1;
+				ASSERT_EQ(rma_fetch_and_op(&one, &ticket, RMA_INT64_T, 0, 0, RMA_SUM, win), RMA_SUCCESS);
+				std::vector<int64_t> before(kPassiveLen, -1);
+				const rma_aint mineAt = 8 + kPassiveLen + (rank - 1) * (kPassiveLen / 2);
+				ASSERT_EQ(rma_get_accumulate(ones.data(), kPassiveLen / 2, RMA_INT64_T, before.data(), kPassiveLen / 2,
+							     RMA_INT64_T, 0, mineAt, kPassiveLen / 2, RMA_INT64_T, RMA_SUM, win),
+					  RMA_SUCCESS);
+				ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+				ASSERT_GT(ticket, prev);
+				prev = ticket;
+				for (int e = 0; e < kPassiveLen / 2; ++e) {
+					ASSERT_EQ(before[e], it) << "get_accumulate fetched a stale value of element " << e;
+				}
+			}
+			ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			flags.at(0).fetch_add(1);
+		}
+		rma_barrier(RMA_COMM_WORLD);
+		if (rank == 0) {
+			rma_win_sync(win);
+			EXPECT_EQ(base[0], 2 * kPassiveIters);
+			for (int e = 0; e < kPassiveLen; ++e) {
+				EXPECT_EQ(base[8 + e], 2 * kPassiveIters) << "element " << e;
+				EXPECT_EQ(base[8 + kPassiveLen + e], kPassiveIters) << "fetched element " << e;
+			}
+		}
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
+std::string passiveName(const ::testing::TestParamInfo<std::tuple<AccPath, Progress>> &info)
+{
+	return knobName(std::get<0>(info.param), std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPathsAndProgress, TrulyPassiveTest,
+			 ::testing::Combine(::testing::Values(AccPath::Auto, AccPath::Origin, AccPath::Ring),
+					    ::testing::Values(Progress::None, Progress::Thread, Progress::Agent)),
+			 passiveName);
+
+} /* namespace */
