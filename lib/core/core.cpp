@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
+#include "common/cache.h"
 #include "error/error.h"
+#include "shm/segment.h"
 
 namespace librma {
 
@@ -152,9 +157,200 @@ std::shared_ptr<Errhandler> predefinedHandler(Errhandler::Kind kind)
 
 } /* namespace */
 
+/* ---- Progress ------------------------------------------------------------- */
+
+namespace {
+
+inline constexpr uint64_t kDoorbellMagic = 0x534c4c4542414d52ull; /* "RMABELLS" */
+inline constexpr uint32_t kDoorbellVersion = 1;
+
+/* The doorbell segment: this header, then one Doorbell per world rank. */
+struct alignas(kFalseSharingPad) DoorbellTableHeader {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t count;
+};
+static_assert(sizeof(DoorbellTableHeader) == kFalseSharingPad);
+static_assert(offsetof(DoorbellTableHeader, magic) == 0);
+static_assert(offsetof(DoorbellTableHeader, count) == 12);
+
+std::size_t doorbellSegmentBytes(int count)
+{
+	return sizeof(DoorbellTableHeader) + static_cast<std::size_t>(count) * sizeof(Doorbell);
+}
+
+struct ProgressState {
+	ProgressConfig config;
+	int worldRank = 0;
+	Segment segment;
+	Doorbell *bells = nullptr;
+	int count = 0;
+	ProgressAgent agent;
+	std::mutex lock; /* ensureAgentThread() */
+	bool stopAtExit = false;
+};
+
+/*
+ * Never destroyed: the agent's thread may run until exit(), and a static
+ * destructor could run before the windows its sources point to are gone.
+ * stopAgentAtExit() stops the thread first instead.
+ */
+ProgressState &progressState()
+{
+	static ProgressState *state = new ProgressState;
+	return *state;
+}
+
+/*
+ * Registered when the thread first starts, so it runs before the static
+ * destructors of everything built earlier (the runtime, the windows).
+ */
+void stopAgentAtExit()
+{
+	progressState().agent.stop();
+}
+
+/* Rank 0 makes the segment, the others map it from the fd it passes. */
+int setUpDoorbells(Comm &world)
+{
+	ProgressState &p = progressState();
+	const int n = world.size();
+	const std::size_t bytes = doorbellSegmentBytes(n);
+	struct {
+		int32_t status;
+		uint32_t count;
+	} mine = { RMA_SUCCESS, static_cast<uint32_t>(n) };
+	std::vector<int> fds;
+	int status = RMA_SUCCESS;
+
+	/* One host today: world rank 0 makes the host's segment (later the lowest rank of each host). */
+	if (world.rank() == 0) {
+		SegmentOptions options;
+		options.size = bytes;
+		options.hugePages = HugePages::Off;
+		options.name = "rma-doorbells";
+		auto seg = Segment::create(options);
+		if (seg) {
+			p.segment = std::move(seg.value());
+			auto *h = reinterpret_cast<DoorbellTableHeader *>(p.segment.data());
+			/* Zero-filled: every doorbell is awake. The allgather publishes these stores. */
+			h->version = kDoorbellVersion;
+			h->count = static_cast<uint32_t>(n);
+			h->magic = kDoorbellMagic;
+			fds.push_back(p.segment.fd());
+		} else {
+			status = seg.code();
+			mine.status = errorClass(status);
+		}
+	}
+	GatherResult out;
+	RMA_TRY(world.allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
+	if (status != RMA_SUCCESS)
+		return status;
+	int32_t rootStatus;
+	std::memcpy(&rootStatus, out.data.data(), sizeof(rootStatus));
+	if (rootStatus != RMA_SUCCESS)
+		return makeError(rootStatus, "rma_init: rank 0 could not make the host's doorbell segment (%s)",
+				 className(rootStatus));
+
+	if (world.rank() != 0) {
+		if (out.fdCounts.empty() || out.fdCounts[0] != 1)
+			return makeError(RMA_ERR_INTERN, "rma_init: rank 0 passed no doorbell segment");
+		auto seg = Segment::attach(std::move(out.fds[0]), bytes, false);
+		if (!seg)
+			return seg.code();
+		p.segment = std::move(seg.value());
+		const auto *h = reinterpret_cast<const DoorbellTableHeader *>(p.segment.data());
+		if (h->magic != kDoorbellMagic || h->version != kDoorbellVersion ||
+		    h->count != static_cast<uint32_t>(n)) {
+			p.segment = Segment();
+			return makeError(RMA_ERR_INTERN,
+					 "rma_init: the doorbell segment from rank 0 is not a version %u table of %d",
+					 kDoorbellVersion, n);
+		}
+	}
+	p.segment.closeFd();
+	p.bells = reinterpret_cast<Doorbell *>(p.segment.data() + sizeof(DoorbellTableHeader));
+	p.count = n;
+	p.worldRank = world.rank();
+	return p.agent.setDoorbell(&p.bells[world.rank()]);
+}
+
+} /* namespace */
+
+const ProgressConfig &progressConfig()
+{
+	return progressState().config;
+}
+
+Doorbell *hostDoorbell(int worldRank)
+{
+	ProgressState &p = progressState();
+	if (!p.bells || worldRank < 0 || worldRank >= p.count)
+		return nullptr;
+	return &p.bells[worldRank];
+}
+
+int agentWorldRank()
+{
+	return progressState().config.mode == ProgressConfig::Mode::Agent ? 0 : -1;
+}
+
+Doorbell *progressDoorbell(int targetWorldRank)
+{
+	switch (progressState().config.mode) {
+	case ProgressConfig::Mode::None:
+		return nullptr;
+	case ProgressConfig::Mode::Thread:
+		return hostDoorbell(targetWorldRank);
+	case ProgressConfig::Mode::Agent:
+		return hostDoorbell(targetWorldRank) ? hostDoorbell(agentWorldRank()) : nullptr;
+	}
+	return nullptr;
+}
+
+ProgressAgent &localAgent()
+{
+	return progressState().agent;
+}
+
+int ensureAgentThread()
+{
+	ProgressState &p = progressState();
+	std::lock_guard lock(p.lock);
+	int core = -1;
+	switch (p.config.mode) {
+	case ProgressConfig::Mode::None:
+		return RMA_SUCCESS;
+	case ProgressConfig::Mode::Thread:
+		break;
+	case ProgressConfig::Mode::Agent:
+		if (p.worldRank != agentWorldRank())
+			return RMA_SUCCESS;
+		core = p.config.core;
+		break;
+	}
+	if (p.agent.running())
+		return RMA_SUCCESS;
+	RMA_TRY(p.agent.start(core));
+	if (!p.stopAtExit) {
+		p.stopAtExit = true;
+		std::atexit(stopAgentAtExit);
+	}
+	return RMA_SUCCESS;
+}
+
+/* ---- Runtime (init, finalize) ---------------------------------------------- */
+
 int initRuntime()
 {
 	Runtime &rt = runtime();
+	/* First, so that a bad variable fails every rank alike before any collective. */
+	auto progress = progressConfigFromEnvironment();
+	if (!progress)
+		return progress.code();
+	progressState().config = progress.value();
+
 	auto boot = Bootstrap::fromEnvironment();
 	if (!boot)
 		return boot.code();
@@ -186,6 +382,8 @@ int initRuntime()
 	env->set("thread_level", "RMA_THREAD_SERIALIZED");
 	rt.infos.setPredefined(1, env);
 
+	RMA_TRY(setUpDoorbells(*world));
+
 	rt.initialized = true;
 	return RMA_SUCCESS;
 }
@@ -194,6 +392,13 @@ int finalizeRuntime()
 {
 	Runtime &rt = runtime();
 	RMA_TRY(rt.comms.lookup(reinterpret_cast<uintptr_t>(RMA_COMM_WORLD))->barrier());
+	/* Every rank is past its last RMA call: the agent has nothing left to serve. */
+	ProgressState &p = progressState();
+	p.agent.stop();
+	p.agent.setDoorbell(nullptr);
+	p.bells = nullptr;
+	p.count = 0;
+	p.segment = Segment();
 	rt.bootstrap.reset();
 	rt.finalized = true;
 	return RMA_SUCCESS;

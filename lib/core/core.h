@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The runtime's objects that are not windows: the job (bootstrap), groups,
- * communicators, info objects and error handlers. This header is the
- * component's only door.
+ * communicators, info objects, error handlers, and the progress hook (the
+ * configuration, the host's doorbells and this process's agent). This
+ * header is the component's only door.
  *
- * Thread safety: control path; callers serialize (RMA_THREAD_SERIALIZED).
+ * Thread safety: control path; callers serialize (RMA_THREAD_SERIALIZED),
+ * except where a function says otherwise.
  */
 #pragma once
 
@@ -21,6 +23,7 @@
 #include "bootstrap/bootstrap.h"
 #include "common/result.h"
 #include "core/handle_table.h"
+#include "progress/agent.h"
 
 namespace librma {
 
@@ -108,10 +111,67 @@ struct Runtime {
 
 Runtime &runtime();
 
-/* Join the job (bootstrap, world and self communicators, predefined handles). */
+/*
+ * Join the job: the progress configuration (RMA_PROGRESS, RMA_PROGRESS_CORE:
+ * RMA_ERR_ARG naming the variable when one is bad), the bootstrap, world and
+ * self communicators, predefined handles, and the host's doorbell segment.
+ */
 int initRuntime();
-/* Barrier over the world, then drop everything. */
+/* Barrier over the world, stop this process's agent thread, then drop everything. */
 int finalizeRuntime();
+
+/* ---- Progress ------------------------------------------------------------- */
+/*
+ * The host's doorbells: one per world rank, in one memfd segment made by
+ * world rank 0 in initRuntime() and mapped by every rank of the host. A
+ * rank's doorbell is where its progress thread parks (thread mode); in agent
+ * mode the agent parks on its host rank's doorbell. Producers ring the one
+ * progressDoorbell() names after queueing work on a target's ring.
+ */
+
+/* The configuration read at initRuntime() (the defaults before). Thread-safe once initialized. */
+const ProgressConfig &progressConfig();
+
+/*
+ * The doorbell of world rank @worldRank on this host, or nullptr (not
+ * initialized, out of range). Valid until finalizeRuntime(). Thread-safe.
+ */
+Doorbell *hostDoorbell(int worldRank);
+
+/*
+ * The world rank whose agent serves every ring of the host in agent mode
+ * (world rank 0 for now, one agent per host); -1 in the other modes.
+ * Thread-safe.
+ */
+int agentWorldRank();
+
+/*
+ * The doorbell to ring after queueing work for @targetWorldRank: the
+ * target's own in thread mode, the host agent's in agent mode; nullptr in
+ * none mode (no thread to wake: origins drain the rings themselves) or
+ * when @targetWorldRank is out of range. Thread-safe.
+ */
+Doorbell *progressDoorbell(int targetWorldRank);
+
+/*
+ * This process's agent: its sources are the rings this process drains (its
+ * own windows' in thread mode; every window's in agent mode on the agent's
+ * rank). Parks on hostDoorbell(own world rank) once initialized. Its thread
+ * runs only after ensureAgentThread(). The object lives as long as the
+ * process; add/remove its sources as ProgressAgent says (thread-safe).
+ */
+ProgressAgent &localAgent();
+
+/*
+ * Start localAgent()'s thread if this process should run one and it does
+ * not run yet: thread mode, every rank (keeping the rank's binding); agent
+ * mode, the rank agentWorldRank() only (pinned to the configured core);
+ * none mode, nobody. Returns RMA_SUCCESS (also when there is nothing to
+ * start) or start()'s error (RMA_ERR_ARG: the core cannot be used).
+ * Thread-safe. The thread stops in finalizeRuntime() (or at exit()); the
+ * window code removes its sources before it unmaps their memory.
+ */
+int ensureAgentThread();
 
 /* Handle conversions. */
 inline Comm *toComm(rma_comm h) { return runtime().comms.lookup(reinterpret_cast<uintptr_t>(h)); }

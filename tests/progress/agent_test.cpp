@@ -2,7 +2,9 @@
 /*
  * ProgressAgent: doWork() stepped by hand over fake sources; the thread's
  * idle strategy (spin, then park on the doorbell, woken by a ring); sources
- * added and removed under a running thread; the configuration parser.
+ * added and removed under a running thread; the configuration parser; and
+ * the runtime hook (RMA_PROGRESS at rma_init, the host's doorbell segment,
+ * localAgent()) over real ranks.
  */
 #include "progress/agent.h"
 
@@ -23,7 +25,11 @@
 
 #include <gtest/gtest.h>
 
+#include <rma/rma.h>
+
+#include "core/core.h"
 #include "error/error.h"
+#include "support/multiproc.h"
 
 namespace librma {
 namespace {
@@ -497,6 +503,152 @@ TEST(ProgressConfigTest, BadValuesAreArgErrorsNamingTheVariableAndValue)
 		std::string msg = errorMessage(c.code());
 		EXPECT_NE(msg.find(std::string(k.variable) + "='" + k.value + "'"), std::string::npos) << msg;
 	}
+}
+
+/* ---- The runtime hook ------------------------------------------------------------- */
+
+/* Each rank is a forked child: its environment and runtime are its own. */
+void setProgressEnv(const char *mode, const char *core)
+{
+	if (mode)
+		setenv("RMA_PROGRESS", mode, 1);
+	else
+		unsetenv("RMA_PROGRESS");
+	if (core)
+		setenv("RMA_PROGRESS_CORE", core, 1);
+	else
+		unsetenv("RMA_PROGRESS_CORE");
+}
+
+TEST(ProgressRuntimeTest, RanksShareTheHostDoorbellsAndWakeEachOthersThreads)
+{
+	/* Inherited by every forked rank: rank 0 produces, rank 1's thread consumes. */
+	void *mem = mmap(nullptr, sizeof(FakeSource), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(mem, MAP_FAILED);
+	auto *shared = new (mem) FakeSource{};
+	EXPECT_RANKS_PASS(test::runRanks(3, [&](int rank) {
+		setProgressEnv("thread", nullptr);
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		EXPECT_EQ(progressConfig().mode, ProgressConfig::Mode::Thread);
+		EXPECT_EQ(agentWorldRank(), -1);
+		for (int r = 0; r < 3; ++r) {
+			ASSERT_NE(hostDoorbell(r), nullptr);
+			EXPECT_EQ(progressDoorbell(r), hostDoorbell(r));
+		}
+		EXPECT_EQ(hostDoorbell(3), nullptr);
+		EXPECT_EQ(hostDoorbell(-1), nullptr);
+		EXPECT_EQ(localAgent().doorbell(), hostDoorbell(rank));
+
+		if (rank == 1) {
+			ASSERT_EQ(localAgent().addSource(shared->source()), RMA_SUCCESS);
+			ASSERT_EQ(ensureAgentThread(), RMA_SUCCESS);
+			EXPECT_TRUE(localAgent().running());
+			EXPECT_EQ(localAgent().core(), -1) << "thread mode keeps the rank's binding";
+			ASSERT_EQ(ensureAgentThread(), RMA_SUCCESS) << "a second call is a no-op";
+		}
+		ASSERT_EQ(rma_barrier(RMA_COMM_WORLD), RMA_SUCCESS);
+		if (rank == 0) {
+			/* Rank 1's thread parks on its doorbell, which this process maps too. */
+			ASSERT_TRUE(waitFor([] { return hostDoorbell(1)->asleep(); }, 5s));
+			shared->post(4);
+			progressDoorbell(1)->ring();
+		}
+		if (rank == 1) {
+			EXPECT_TRUE(waitFor([&] { return shared->consumedNow() == 4; }, 1s));
+		}
+		ASSERT_EQ(rma_barrier(RMA_COMM_WORLD), RMA_SUCCESS);
+		EXPECT_GE(hostDoorbell(1)->wakesIssued(), 1u) << "rank 0's ring must have woken rank 1";
+		if (rank == 1) {
+			ASSERT_EQ(localAgent().removeSource(shared), RMA_SUCCESS);
+		}
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		EXPECT_FALSE(localAgent().running()) << "finalize stops the thread";
+		EXPECT_EQ(hostDoorbell(0), nullptr);
+	}));
+	munmap(mem, sizeof(FakeSource));
+}
+
+TEST(ProgressRuntimeTest, AgentModeRunsOneThreadInRankZeroPinnedToTheCore)
+{
+	EXPECT_RANKS_PASS(test::runRanks(3, [](int rank) {
+		setProgressEnv("agent", "0");
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		EXPECT_EQ(progressConfig().mode, ProgressConfig::Mode::Agent);
+		EXPECT_EQ(progressConfig().core, 0);
+		EXPECT_EQ(agentWorldRank(), 0);
+		for (int r = 0; r < 3; ++r)
+			EXPECT_EQ(progressDoorbell(r), hostDoorbell(0));
+		ASSERT_EQ(ensureAgentThread(), RMA_SUCCESS);
+		EXPECT_EQ(localAgent().running(), rank == 0);
+		if (rank == 0) {
+			EXPECT_EQ(localAgent().core(), 0);
+		}
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		EXPECT_FALSE(localAgent().running());
+	}));
+}
+
+TEST(ProgressRuntimeTest, NoneModeStartsNoThreadAndNamesNoDoorbell)
+{
+	EXPECT_RANKS_PASS(test::runRanks(2, [](int) {
+		setProgressEnv("none", nullptr);
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		EXPECT_EQ(progressDoorbell(0), nullptr);
+		EXPECT_NE(hostDoorbell(0), nullptr);
+		ASSERT_EQ(ensureAgentThread(), RMA_SUCCESS);
+		EXPECT_FALSE(localAgent().running());
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
+TEST(ProgressRuntimeTest, BadVariablesFailInitWithAnArgErrorNamingThem)
+{
+	struct Case {
+		const char *mode, *core, *text;
+	} cases[] = {
+		{ "fast", nullptr, "RMA_PROGRESS='fast'" },
+		{ "agent", "zero", "RMA_PROGRESS_CORE='zero'" },
+		{ "agent", "100000", "RMA_PROGRESS_CORE='100000'" },
+	};
+	for (const Case &k : cases) {
+		EXPECT_RANKS_PASS(test::runRanks(2, [&](int) {
+			setProgressEnv(k.mode, k.core);
+			int rc = rma_init(nullptr, nullptr);
+			EXPECT_EQ(errorClass(rc), RMA_ERR_ARG);
+			EXPECT_NE(errorMessage(rc).find(k.text), std::string::npos) << errorMessage(rc);
+			int flag = 1;
+			ASSERT_EQ(rma_initialized(&flag), RMA_SUCCESS);
+			EXPECT_EQ(flag, 0);
+		}));
+	}
+}
+
+TEST(ProgressRuntimeTest, SingletonWithoutLauncherGetsItsDoorbell)
+{
+	pid_t child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		for (const char *name : { "RMA_BOOT_FD", "RMA_RANK", "RMA_SIZE", "RMA_PROGRESS", "RMA_PROGRESS_CORE" })
+			unsetenv(name);
+		int bad = 0;
+		bad |= rma_init(nullptr, nullptr) != RMA_SUCCESS;
+		bad |= (progressConfig().mode != kDefaultProgressMode) << 1;
+		bad |= (hostDoorbell(0) == nullptr || hostDoorbell(1) != nullptr) << 2;
+		FakeSource source;
+		bad |= (localAgent().addSource(source.source()) != RMA_SUCCESS) << 3;
+		bad |= (ensureAgentThread() != RMA_SUCCESS) << 4;
+		source.post();
+		if (Doorbell *bell = progressDoorbell(0))
+			bell->ring();
+		bad |= !waitFor([&] { return source.consumedNow() == 1; }, 2s) << 5;
+		bad |= (localAgent().removeSource(&source) != RMA_SUCCESS) << 6;
+		bad |= (rma_finalize() != RMA_SUCCESS) << 7;
+		_exit(bad);
+	}
+	int status = 0;
+	ASSERT_EQ(waitpid(child, &status, 0), child);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0) << "failed checks (bit mask)";
 }
 
 } /* namespace */
