@@ -97,9 +97,11 @@ typedef struct rma_status rma_status;
 
 /*
  * Predefined reduction operations (accumulate family), each valid on MPI's
- * type classes only: MAX/MIN on integers and floating point; SUM/PROD also on
- * complex; LAND/LOR/LXOR on integers and C_BOOL; BAND/BOR/BXOR on integers and
- * BYTE; MAXLOC/MINLOC on the pair types; REPLACE and NO_OP on every type.
+ * type classes only: MAX/MIN on integers (C integers and AINT/OFFSET/COUNT)
+ * and floating point; SUM/PROD also on complex; LAND/LOR/LXOR on C integers
+ * and C_BOOL; BAND/BOR/BXOR on integers and BYTE; MAXLOC/MINLOC on the pair
+ * types; REPLACE and NO_OP on every type but PACKED (NO_OP only in the calls
+ * that fetch). CHAR and WCHAR are characters: REPLACE and NO_OP only.
  */
 #define RMA_OP_NULL ((rma_op)0)
 #define RMA_MAX RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 1)

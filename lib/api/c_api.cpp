@@ -1068,6 +1068,9 @@ RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_dat
 			      rma_win win)
 {
 	return onWindow("rma_accumulate", win, [&](Window &w) {
+		if (origin_count == 1 && target_count == 1 && origin_datatype == target_datatype)
+			return w.atomicOne("rma_accumulate", origin_addr, nullptr, origin_datatype, target_rank, target_disp,
+					   op, false);
 		AccArgs a;
 		a.origin = origin_addr;
 		a.ocount = origin_count;
@@ -1132,11 +1135,10 @@ RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_
 				rma_aint target_disp, rma_op op, rma_win win)
 {
 	return onWindow("rma_fetch_and_op", win, [&](Window &w) {
-		RMA_TRY(checkResult("rma_fetch_and_op", result_addr, 1));
-		AccArgs a = getAccumulateArgs(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp,
-					      1, datatype, op);
-		a.fetchAndOp = true;
-		return w.accumulate("rma_fetch_and_op", a);
+		if (!result_addr) [[unlikely]]
+			return checkResult("rma_fetch_and_op", result_addr, 1);
+		return w.atomicOne("rma_fetch_and_op", origin_addr, result_addr, datatype, target_rank, target_disp, op,
+				   true);
 	});
 }
 

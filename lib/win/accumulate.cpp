@@ -53,6 +53,8 @@
 #include "datatype/datatype.h"
 #include "error/error.h"
 #include "op/op.h"
+#include "core/core.h"
+#include "progress/agent.h"
 #include "progress/doorbell.h"
 #include "win/window.h"
 
@@ -119,18 +121,18 @@ uint8_t elementOf(const Datatype &t)
 {
 	if (t.predefined)
 		return t.handleIndex;
-	if (t.basic != BasicType::None)
-		return static_cast<uint8_t>(t.basic);
-	if (!t.detail)
-		return 0;
-	uint8_t found = 0;
-	for (const auto &item : t.detail->items) {
-		uint8_t e = item.type ? elementOf(*item.type) : 0;
-		if (e == 0 || (found && e != found))
-			return 0;
-		found = e;
+	/* The parts first: a type of RMA_2INT pairs has basic == RMA_INT, but its element is the pair. */
+	if (t.detail && !t.detail->items.empty()) {
+		uint8_t found = 0;
+		for (const auto &item : t.detail->items) {
+			uint8_t e = item.type ? elementOf(*item.type) : 0;
+			if (e == 0 || (found && e != found))
+				return 0;
+			found = e;
+		}
+		return found;
 	}
-	return found;
+	return static_cast<uint8_t>(t.basic);
 }
 
 [[gnu::cold]] int mixedType(const char *call, const char *side, const Datatype &t)
@@ -161,7 +163,7 @@ bool aliveProducer(void *context, uint32_t producer)
 
 /* ---- Setup ------------------------------------------------------------------ */
 
-int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<bool> &locked)
+int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked)
 {
 	const uint32_t n = static_cast<uint32_t>(size());
 	const ControlLayout layout(n, flavor_ == Flavor::Dynamic);
@@ -170,6 +172,9 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	accDoneRow_ = layout.accDoneRow;
 	accReplies_ = control + layout.accReplies;
 	accLocked_ = locked;
+	accFast_.assign(n, 0);
+	for (uint32_t t = 0; t < n; ++t)
+		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && accPath() != AccPath::Ring;
 	accIssued_.assign(n, 0);
 	accApplied_.assign(n, 0);
 	orderingNone_ = hints_.accumulateOrdering == "none";
@@ -183,6 +188,51 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 		rings_[t].setLiveness(aliveProducer, this, 100'000'000);
 	}
 	return RMA_SUCCESS;
+}
+
+/*
+ * Who drains which ring (RMA_PROGRESS): none: only waiting origins; thread:
+ * each rank's own thread drains its own ring; agent: the host agent (a
+ * thread in agentWorldRank()) drains every ring of the windows it is a
+ * member of (others fall back to origins draining). Producers ring the
+ * server's doorbell after queueing; origins always drain too while waiting.
+ */
+int Window::startServing()
+{
+	const int n = size();
+	const ProgressConfig &config = progressConfig();
+	servers_.assign(n, nullptr);
+	served_.clear();
+	if (config.mode == ProgressConfig::Mode::Thread) {
+		for (int r = 0; r < n; ++r)
+			servers_[r] = progressDoorbell(group()->worldRank(r));
+		served_.push_back(rank());
+	} else if (config.mode == ProgressConfig::Mode::Agent) {
+		const int agent = agentWorldRank();
+		if (agent >= 0 && group()->rankOf(agent) != RMA_UNDEFINED) {
+			for (int r = 0; r < n; ++r)
+				servers_[r] = hostDoorbell(agent);
+			if (group()->worldRank(rank()) == agent)
+				for (int r = 0; r < n; ++r)
+					served_.push_back(r);
+		}
+	}
+	if (served_.empty())
+		return RMA_SUCCESS;
+	ProgressSource source;
+	source.poll = [](void *self) noexcept { return static_cast<Window *>(self)->progressPoll(); };
+	source.pending = [](void *self) noexcept { return static_cast<Window *>(self)->progressPending(); };
+	source.ctx = this;
+	RMA_TRY(localAgent().addSource(source));
+	serving_ = true;
+	return ensureAgentThread();
+}
+
+void Window::stopServing()
+{
+	if (serving_)
+		(void)localAgent().removeSource(this);
+	serving_ = false;
 }
 
 bool Window::peerAlive(int rank) const

@@ -418,7 +418,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	pscwRow_ = pscwRowBytes(static_cast<uint32_t>(n)) / sizeof(uint32_t);
 	if (flavor_ == Flavor::Dynamic)
 		attach_ = reinterpret_cast<AttachTable *>(control_.data() + layout.attach);
-	std::vector<bool> locked(n);
+	std::vector<uint8_t> locked(n);
 	for (int r = 0; r < n; ++r)
 		locked[r] = flavor_ == Flavor::Dynamic || all[r].reach == static_cast<int32_t>(Reach::Process);
 	RMA_TRY(setUpAccumulates(call, control_.data(), locked));
@@ -436,13 +436,17 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		localBase_ = nullptr; /* MPI_BOTTOM */
 		localSize_ = 0;
 	}
-	return RMA_SUCCESS;
+	return startServing();
 }
 
-Window::~Window() = default;
+Window::~Window()
+{
+	stopServing();
+}
 
 void Window::abandon()
 {
+	stopServing();
 	targets_.clear();
 	mapped_.clear();
 	dynamicMaps_.clear();

@@ -167,6 +167,52 @@ public:
 	 * paths and the completion protocol.
 	 */
 	int accumulate(const char *call, const AccArgs &args);
+	/*
+	 * The inline part of fetch_and_op (@fetch) and of a one-element
+	 * accumulate: an open epoch, a predefined type, a Direct target that
+	 * takes origin atomics, in bounds and aligned, nothing of ours queued
+	 * to it: one atomic RMW. Everything else goes to accumulate().
+	 */
+	int atomicOne(const char *call, const void *origin, void *result, rma_datatype type, int target,
+		      rma_aint disp, rma_op opHandle, bool fetch)
+	{
+		const Datatype *d = predefinedDatatype(type);
+		const Op op = toOp(opHandle);
+		if (d && static_cast<unsigned>(target) < targets_.size() && (allAccess_ || access_[target]) &&
+		    accFast_[target] && accIssued_[target] == accApplied_[target] && (fetch || op != Op::NoOp)) [[likely]] {
+			const TargetView &t = targets_[target];
+			rma_aint offset;
+			if (disp >= 0 && !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
+			    offset <= t.size - d->size) [[likely]] {
+				const uint8_t elem = d->handleIndex;
+				std::byte *addr = t.base + offset;
+				if (isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0) [[likely]] {
+					fetchAdd64(addr, origin, result);
+					pendingOps_ = true;
+					return RMA_SUCCESS;
+				}
+				if (atomicAt(op, elem, addr)) {
+					applyOp(op, elem, addr, origin, result, 1);
+					pendingOps_ = true;
+					return RMA_SUCCESS;
+				}
+			}
+		}
+		AccArgs a;
+		a.origin = origin;
+		a.ocount = 1;
+		a.otype = type;
+		a.result = result;
+		a.rcount = fetch ? 1 : 0;
+		a.rtype = type;
+		a.target = target;
+		a.disp = disp;
+		a.tcount = 1;
+		a.ttype = type;
+		a.op = opHandle;
+		a.fetchAndOp = fetch;
+		return accumulate(call, a);
+	}
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */
@@ -257,8 +303,10 @@ private:
 	void writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &entry, uint32_t newCount);
 
 	/* Accumulates (accumulate.cpp). */
-	int setUpAccumulates(const char *call, std::byte *control, const std::vector<bool> &locked);
+	int setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked);
 	void applyRecord(int target, const MpscRecord &record);
+	int startServing();
+	void stopServing();
 	void reclaimConsumer(int target);
 	bool ringPending(int target) const;
 	uint64_t accDoneOf(int target);
@@ -301,12 +349,14 @@ private:
 	size_t accDoneRow_ = 0;
 	std::byte *accReplies_ = nullptr;
 	std::vector<MpscRing> rings_;          /* per target */
-	std::vector<bool> accLocked_;          /* per target: path 3 (apply lock) */
+	std::vector<uint8_t> accLocked_;       /* per target: path 3 (apply lock) */
+	std::vector<uint8_t> accFast_;         /* per target: path 1 allowed (Direct, not locked, not forced to the ring) */
 	std::vector<uint64_t> accIssued_;      /* per target: last sequence number queued */
 	std::vector<uint64_t> accApplied_;     /* per target: known applied and collected */
 	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
+	bool serving_ = false;                 /* a source of localAgent() */
 	/* Where fetched values go once applied. */
 	struct FetchDest {
 		void *result = nullptr;

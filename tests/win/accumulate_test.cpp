@@ -486,16 +486,8 @@ std::vector<Case> planRound(Fn fn, const std::vector<BasicType> &types, size_t &
 			if (fn == Fn::FetchAndOp) {
 				add(&kSingle);
 			} else {
-				for (const Layout &l : kLayouts) {
-					/*
-					 * Derived types of RMA_2INT are read as RMA_INT by the engine
-					 * today (AccumulatePairTypesTest.DISABLED_DerivedTypesOf2IntArePairs
-					 * in accumulate_semantics_test.cpp); enable both together.
-					 */
-					if (types[t].type == RMA_2INT && &l != &kLayouts[0])
-						continue;
+				for (const Layout &l : kLayouts)
 					add(&l);
-				}
 			}
 		}
 	}
