@@ -332,19 +332,6 @@ uint64_t ProgressAgent::cpuTimeNs() const
 
 /* ---- Configuration ------------------------------------------------------------- */
 
-const char *progressModeName(ProgressConfig::Mode mode)
-{
-	switch (mode) {
-	case ProgressConfig::Mode::None:
-		return "none";
-	case ProgressConfig::Mode::Thread:
-		return "thread";
-	case ProgressConfig::Mode::Agent:
-		return "agent";
-	}
-	return "?";
-}
-
 Result<ProgressConfig> parseProgressConfig(const char *mode, const char *core, long cpuCount)
 {
 	ProgressConfig config;

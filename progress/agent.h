@@ -243,11 +243,25 @@ private:
  *   agent   one agent per host (per NUMA node later) serves every window's
  *           rings: for now a thread inside world rank 0, pinned to
  *           RMA_PROGRESS_CORE.
- * The default is thread (kDefaultProgressMode): see README.md for why.
+ *
+ * The default is thread (kDefaultProgressMode), because it is correct for
+ * every window today and costs nothing extra where no core can be spared:
+ *  - a rank's thread serves the rings of its own windows, whose memory its
+ *    process maps anyway; the single agent must reach every window's rings,
+ *    and a window over a communicator without world rank 0 never passes
+ *    its segments to rank 0 (its rings fall back to origin draining);
+ *  - the agent's advantage is one spinning core off the ranks' cores; on a
+ *    host with no spare core (2 cores here) it shares a rank's core exactly
+ *    as each rank's thread shares its own, while making rank 0 the host's
+ *    single point of progress (its death stalls every ring);
+ *  - idle threads cost almost nothing: each parks after ~50 us without work
+ *    and wakes only for a ring or its 100 ms safety timeout.
+ * Switch to agent once windows register their rings with the host agent
+ * whatever their communicator, and where a core can be dedicated to it.
  */
 struct ProgressConfig {
 	enum class Mode { None, Thread, Agent };
-	Mode mode = Mode::Thread;
+	Mode mode = Mode::Thread; /* kDefaultProgressMode */
 	/* The agent's CPU (agent mode), -1: not pinned. */
 	int core = -1;
 };
@@ -255,7 +269,18 @@ struct ProgressConfig {
 inline constexpr ProgressConfig::Mode kDefaultProgressMode = ProgressConfig::Mode::Thread;
 
 /* "none", "thread" or "agent". */
-const char *progressModeName(ProgressConfig::Mode mode);
+inline const char *progressModeName(ProgressConfig::Mode mode)
+{
+	switch (mode) {
+	case ProgressConfig::Mode::None:
+		return "none";
+	case ProgressConfig::Mode::Thread:
+		return "thread";
+	case ProgressConfig::Mode::Agent:
+		return "agent";
+	}
+	return "?";
+}
 
 /*
  * Parse the two variables' values (nullptr or "": unset). @cpuCount: CPUs
