@@ -5,17 +5,23 @@
  */
 #include <getopt.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "config.h"
 
+#include "bootstrap/binding.h"
 #include "bootstrap/launcher.h"
+#include "numa/topology.h"
+#include "progress/agent.h"
 
 namespace {
 
@@ -37,11 +43,19 @@ void printUsage(FILE *out)
 		     "      --timeout SECS   stop the job after SECS seconds (status 124)\n"
 		     "      --keep-going     when a rank fails, let the others run on (their RMA\n"
 		     "                       calls involving it fail with RMA_ERR_PROC_FAILED)\n"
-		     "  -v, --verbose        report bindings and exits on stderr\n"
+		     "      --progress MODE  who drains the accumulate rings: thread (default: a\n"
+		     "                       progress thread in every rank, on the rank's CPUs),\n"
+		     "                       agent (one agent for the host, in rank 0) or none\n"
+		     "                       (origins drain them while they wait)\n"
+		     "      --progress-core N  the CPU the agent runs on (default: the last CPU no\n"
+		     "                       rank is bound to, else the last CPU, shared)\n"
+		     "  -v, --verbose        report bindings, progress and exits on stderr\n"
 		     "  -h, --help           show this help and exit\n"
 		     "      --version        show the version and exit\n"
 		     "\n"
-		     "Each rank finds RMA_RANK, RMA_SIZE, RMA_BOOT_FD and RMA_BIND in its environment.\n"
+		     "Each rank finds RMA_RANK, RMA_SIZE, RMA_BOOT_FD and RMA_BIND in its environment,\n"
+		     "and RMA_PROGRESS and RMA_PROGRESS_CORE (from the options, else as rmarun found\n"
+		     "them, else the default core).\n"
 		     "\n"
 		     "Exit status: 0 when every rank exits 0; otherwise the first failure's:\n"
 		     "a rank's exit status (128+N for a rank killed by signal N), the code given\n"
@@ -61,17 +75,67 @@ void printUsage(FILE *out)
 	return kUsageStatus;
 }
 
+/*
+ * The CPU for the agent when none is given: the last allowed CPU that no
+ * rank is bound to, else the last allowed CPU (*@shared: with a rank). -1
+ * if no CPU is allowed at all.
+ */
+int defaultProgressCore(const librma::LaunchOptions &options, const std::vector<int> &allowed, bool *shared)
+{
+	*shared = true;
+	if (allowed.empty())
+		return -1;
+	const librma::Topology *topology = options.bind == librma::Bind::Numa ? &librma::Topology::system() : nullptr;
+	std::vector<bool> used(static_cast<std::size_t>(allowed.back()) + 1, false);
+	for (int rank = 0; rank < options.nranks; ++rank) {
+		librma::Binding binding = librma::bindingFor(options.bind, rank, allowed, topology);
+		/* An unbound rank may run anywhere. */
+		if (binding.cpus.empty())
+			return allowed.back();
+		for (int cpu : binding.cpus)
+			if (cpu >= 0 && static_cast<std::size_t>(cpu) < used.size())
+				used[cpu] = true;
+	}
+	for (auto it = allowed.rbegin(); it != allowed.rend(); ++it) {
+		if (!used[*it]) {
+			*shared = false;
+			return *it;
+		}
+	}
+	return allowed.back();
+}
+
+/* "0-3,6" for a sorted CPU list. */
+std::string cpuList(const std::vector<int> &cpus)
+{
+	std::string text;
+	for (std::size_t i = 0; i < cpus.size();) {
+		std::size_t j = i;
+		while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
+			++j;
+		if (!text.empty())
+			text += ',';
+		text += std::to_string(cpus[i]);
+		if (j > i)
+			text += '-' + std::to_string(cpus[j]);
+		i = j + 1;
+	}
+	return text;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
 {
-	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing };
+	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore };
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },
 		{ "bind", required_argument, nullptr, OptBind },
 		{ "tag-output", no_argument, nullptr, OptTagOutput },
 		{ "timeout", required_argument, nullptr, OptTimeout },
 		{ "keep-going", no_argument, nullptr, OptKeepGoing },
+		{ "progress", required_argument, nullptr, OptProgress },
+		{ "progress-core", required_argument, nullptr, OptProgressCore },
 		{ "verbose", no_argument, nullptr, 'v' },
 		{ "help", no_argument, nullptr, 'h' },
 		{ "version", no_argument, nullptr, OptVersion },
@@ -80,6 +144,8 @@ int main(int argc, char **argv)
 
 	librma::LaunchOptions options;
 	bool haveRanks = false;
+	const char *progress = nullptr;
+	long progressCore = -1;
 	int opt;
 	/* '+': stop at the program's name, so its own options stay its own. */
 	while ((opt = getopt_long(argc, argv, "+n:vh", longOptions, nullptr)) != -1) {
@@ -119,6 +185,20 @@ int main(int argc, char **argv)
 		case OptKeepGoing:
 			options.keepGoing = true;
 			break;
+		case OptProgress:
+			if (std::strcmp(optarg, "none") && std::strcmp(optarg, "thread") && std::strcmp(optarg, "agent"))
+				return usageError("--progress wants none, thread or agent, not '%s'", optarg);
+			progress = optarg;
+			break;
+		case OptProgressCore: {
+			char *end;
+			errno = 0;
+			long n = std::strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || n < 0 || n > INT32_MAX)
+				return usageError("--progress-core wants a CPU number, not '%s'", optarg);
+			progressCore = n;
+			break;
+		}
 		case 'v':
 			options.verbose = true;
 			break;
@@ -139,6 +219,38 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return usageError("no program to run");
 	options.argv.assign(argv + optind, argv + argc);
+
+	/* The ranks inherit our environment: the progress variables go there. */
+	std::vector<int> allowed = librma::affinityCpus();
+	const char *coreSource = "--progress-core";
+	if (progressCore >= 0) {
+		if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), progressCore))
+			return usageError("--progress-core %ld: CPU %ld is not one rmarun may use (%s)", progressCore,
+					  progressCore, cpuList(allowed).c_str());
+	} else if (const char *env = std::getenv("RMA_PROGRESS_CORE"); env && *env) {
+		coreSource = "RMA_PROGRESS_CORE";
+	} else {
+		bool shared;
+		progressCore = defaultProgressCore(options, allowed, &shared);
+		coreSource = shared ? "default, shared with a rank" : "default, no rank bound there";
+	}
+	if (progress && setenv("RMA_PROGRESS", progress, 1) != 0)
+		return usageError("cannot set RMA_PROGRESS: %s", std::strerror(errno));
+	if (progressCore >= 0 && setenv("RMA_PROGRESS_CORE", std::to_string(progressCore).c_str(), 1) != 0)
+		return usageError("cannot set RMA_PROGRESS_CORE: %s", std::strerror(errno));
+
+	if (options.verbose) {
+		const char *mode = std::getenv("RMA_PROGRESS");
+		const char *modeSource = progress ? "--progress" : "RMA_PROGRESS";
+		if (!mode || !*mode) {
+			mode = librma::progressModeName(librma::kDefaultProgressMode);
+			modeSource = "default";
+		}
+		const char *core = std::getenv("RMA_PROGRESS_CORE");
+		std::fprintf(stderr, "rmarun: progress %s (%s); agent core %s (%s)%s\n", mode, modeSource,
+			     core ? core : "unpinned", coreSource,
+			     std::strcmp(mode, "agent") ? ", used in agent mode only" : ", agent in rank 0");
+	}
 
 	return librma::launch(options);
 }

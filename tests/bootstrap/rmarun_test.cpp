@@ -3,6 +3,8 @@
  * rmarun end to end, through its path in the build (RMA_RMARUN), with
  * boot_client (RMA_BOOT_CLIENT) as a program that joins the job.
  */
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -139,6 +141,91 @@ TEST_F(RmarunTest, VerboseReportsBindingsAndExits)
 	EXPECT_NE(r.err.find("rank 0 exited with status 0"), std::string::npos) << r.err;
 }
 
+/* What each rank finds in RMA_PROGRESS and RMA_PROGRESS_CORE ("-" when unset). */
+const char kShowProgress[] = "echo $RMA_RANK ${RMA_PROGRESS:--} ${RMA_PROGRESS_CORE:--}";
+
+/* The CPUs this process may use, as rmarun sees them. */
+std::vector<int> allowedCpus()
+{
+	cpu_set_t set;
+	std::vector<int> cpus;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+			if (CPU_ISSET(cpu, &set))
+				cpus.push_back(cpu);
+	return cpus;
+}
+
+TEST_F(RmarunTest, ProgressOptionsReachEveryRank)
+{
+	std::vector<int> cpus = allowedCpus();
+	ASSERT_FALSE(cpus.empty());
+	std::string core = std::to_string(cpus.front());
+	for (const char *mode : { "none", "thread", "agent" }) {
+		CommandResult r = rmarun({ "--progress", mode, "--progress-core", core, "-n", "2", "/bin/sh", "-c",
+					   kShowProgress });
+		EXPECT_EQ(r.status, 0) << r.err;
+		std::string tail = std::string(" ") + mode + " " + core;
+		EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "0" + tail, "1" + tail })) << mode;
+	}
+}
+
+TEST_F(RmarunTest, DefaultProgressCoreIsOneNoRankIsBoundTo)
+{
+	std::vector<int> cpus = allowedCpus();
+	if (cpus.size() < 2)
+		GTEST_SKIP() << "needs two CPUs to leave one free";
+	/* The mode stays unset (the library's default); the core is chosen. */
+	CommandResult r = runCommand({ "/usr/bin/env", "-u", "RMA_PROGRESS", "-u", "RMA_PROGRESS_CORE", rmarun_, "-n",
+				       "1", "--bind", "core", "/bin/sh", "-c", kShowProgress });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(r.out, "0 - " + std::to_string(cpus.back()) + "\n") << "rank 0 is on the first CPU, so the last is free";
+
+	/* Every CPU taken (or unbound ranks): the last CPU, shared. */
+	r = runCommand({ "/usr/bin/env", "-u", "RMA_PROGRESS_CORE", rmarun_, "-n", "1", "--bind", "none", "/bin/sh",
+			 "-c", kShowProgress });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(r.out, "0 - " + std::to_string(cpus.back()) + "\n");
+}
+
+TEST_F(RmarunTest, ProgressVariablesFromTheEnvironmentPassThrough)
+{
+	CommandResult r = runCommand({ "/usr/bin/env", "RMA_PROGRESS=agent", "RMA_PROGRESS_CORE=0", rmarun_, "-n", "1",
+				       "/bin/sh", "-c", kShowProgress });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(r.out, "0 agent 0\n");
+}
+
+TEST_F(RmarunTest, VerboseReportsTheProgressChoice)
+{
+	CommandResult r = rmarun({ "-v", "--progress", "agent", "-n", "1", "/bin/true" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.err.find("rmarun: progress agent (--progress); agent core"), std::string::npos) << r.err;
+}
+
+TEST_F(RmarunTest, RefusesBadProgressValuesWithAClearMessage)
+{
+	struct Case {
+		std::vector<std::string> args;
+		const char *message;
+	} cases[] = {
+		{ { "--progress", "fast" }, "--progress wants none, thread or agent, not 'fast'" },
+		{ { "--progress", "" }, "--progress wants none, thread or agent" },
+		{ { "--progress-core", "one" }, "--progress-core wants a CPU number, not 'one'" },
+		{ { "--progress-core", "-1" }, "--progress-core wants a CPU number, not '-1'" },
+		{ { "--progress-core", "100000" }, "CPU 100000 is not one rmarun may use" },
+	};
+	for (const Case &k : cases) {
+		std::vector<std::string> args = k.args;
+		for (const char *a : { "-n", "1", "/bin/true" })
+			args.push_back(a);
+		CommandResult r = rmarun(args);
+		EXPECT_EQ(r.status, 2) << k.message;
+		EXPECT_NE(r.err.find(k.message), std::string::npos) << r.err;
+		EXPECT_TRUE(r.out.empty());
+	}
+}
+
 TEST_F(RmarunTest, BadUsageExitsTwoWithAMessage)
 {
 	std::vector<std::vector<std::string>> bad = {
@@ -169,7 +256,8 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	CommandResult r = rmarun({ "--help" });
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
-	     { "-n, --nranks", "--bind", "--tag-output", "--timeout", "-v, --verbose", "-h, --help", "--version" })
+	     { "-n, --nranks", "--bind", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
+	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }
 
