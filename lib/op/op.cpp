@@ -14,25 +14,21 @@ namespace {
 
 /* ---- Element types ---------------------------------------------------------- */
 
-template<typename F>
-struct Complex {
+template <typename F> struct Complex {
 	F re, im;
 };
 
-template<typename V>
-struct PairOf {
+template <typename V> struct PairOf {
 	V v;
 	int i;
 };
 
 /* The C type behind each element index (characters, bool and packed as unsigned bytes of their size). */
-template<uint32_t E>
-struct ElemType;
+template <uint32_t E> struct ElemType;
 
-#define RMA_ELEM_(e, ...) \
-	template<> \
-	struct ElemType<static_cast<uint32_t>(e)> { \
-		using type = __VA_ARGS__; \
+#define RMA_ELEM_(e, ...)                                                                                              \
+	template <> struct ElemType<static_cast<uint32_t>(e)> {                                                        \
+		using type = __VA_ARGS__;                                                                              \
 	}
 
 using B = BasicType;
@@ -77,16 +73,14 @@ RMA_ELEM_(kFirstPairIndex + 5, PairOf<long double>);
 
 #undef RMA_ELEM_
 
-template<typename T>
-struct PairTraits : std::false_type {};
-template<typename V>
-struct PairTraits<PairOf<V>> : std::true_type {
+template <typename T> struct PairTraits : std::false_type {
+};
+template <typename V> struct PairTraits<PairOf<V>> : std::true_type {
 	using Value = V;
 };
 
 /* Pin the header's table (sizes, extents) to the C types. */
-template<size_t E>
-constexpr bool elemMatches()
+template <size_t E> constexpr bool elemMatches()
 {
 	if constexpr (E == 0) {
 		return true;
@@ -101,47 +95,40 @@ constexpr bool elemMatches()
 	}
 }
 
-template<size_t... Es>
-constexpr bool elemTableMatches(std::index_sequence<Es...>)
+template <size_t... Es> constexpr bool elemTableMatches(std::index_sequence<Es...>)
 {
 	return (elemMatches<Es>() && ...);
 }
 static_assert(elemTableMatches(std::make_index_sequence<kElemLimit>{}), "kElemInfo disagrees with the C types");
 static_assert(sizeof(Complex<float>) == sizeof(float _Complex) && sizeof(Complex<double>) == sizeof(double _Complex));
 
-template<size_t N>
-struct UintOf;
-template<>
-struct UintOf<1> {
+template <size_t N> struct UintOf;
+template <> struct UintOf<1> {
 	using type = uint8_t;
 };
-template<>
-struct UintOf<2> {
+template <> struct UintOf<2> {
 	using type = uint16_t;
 };
-template<>
-struct UintOf<4> {
+template <> struct UintOf<4> {
 	using type = uint32_t;
 };
-template<>
-struct UintOf<8> {
+template <> struct UintOf<8> {
 	using type = uint64_t;
 };
 
-template<typename T>
-struct IsComplex : std::false_type {};
-template<typename F>
-struct IsComplex<Complex<F>> : std::true_type {};
+template <typename T> struct IsComplex : std::false_type {
+};
+template <typename F> struct IsComplex<Complex<F>> : std::true_type {
+};
 
 /* Integer arithmetic that wraps: unsigned, and at least unsigned int (no promotion to signed int). */
-template<typename T>
+template <typename T>
 using Wide = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 /* ---- One element ---------------------------------------------------------- */
 
 /* op(t, o) for a target value @t and an origin value @o (the header's semantics). */
-template<Op O, typename T>
-[[gnu::always_inline]] inline T combine(T t, T o) noexcept
+template <Op O, typename T> [[gnu::always_inline]] inline T combine(T t, T o) noexcept
 {
 	if constexpr (O == Op::Replace) {
 		return o;
@@ -193,8 +180,7 @@ template<Op O, typename T>
 }
 
 /* MAXLOC/MINLOC on one pair: (tv, ti) = op((tv, ti), (ov, oi)). */
-template<Op O, typename V>
-[[gnu::always_inline]] inline void combineLoc(V &tv, int &ti, V ov, int oi) noexcept
+template <Op O, typename V> [[gnu::always_inline]] inline void combineLoc(V &tv, int &ti, V ov, int oi) noexcept
 {
 	static_assert(O == Op::Maxloc || O == Op::Minloc);
 	bool tNan = false, oNan = false;
@@ -223,22 +209,20 @@ template<Op O, typename V>
 
 using Bytes = unsigned char;
 
-template<typename T>
-[[gnu::always_inline]] inline T loadAt(const Bytes *p, size_t i) noexcept
+template <typename T> [[gnu::always_inline]] inline T loadAt(const Bytes *p, size_t i) noexcept
 {
 	T v;
 	std::memcpy(&v, p + i * sizeof(T), sizeof(T));
 	return v;
 }
 
-template<typename T>
-[[gnu::always_inline]] inline void storeAt(Bytes *p, size_t i, const T &v) noexcept
+template <typename T> [[gnu::always_inline]] inline void storeAt(Bytes *p, size_t i, const T &v) noexcept
 {
 	std::memcpy(p + i * sizeof(T), &v, sizeof(T));
 }
 
 /* Plain: any alignment (memcpy), no atomics; vectorizes for the arithmetic and bitwise ops. */
-template<Op O, typename T, bool WithOld>
+template <Op O, typename T, bool WithOld>
 void plainLoop(Bytes *target, const Bytes *origin, Bytes *old, size_t n) noexcept
 {
 	for (size_t i = 0; i < n; ++i) {
@@ -249,8 +233,7 @@ void plainLoop(Bytes *target, const Bytes *origin, Bytes *old, size_t n) noexcep
 	}
 }
 
-template<Op O, typename T>
-void plainKernel(void *target, const void *origin, void *old, size_t n) noexcept
+template <Op O, typename T> void plainKernel(void *target, const void *origin, void *old, size_t n) noexcept
 {
 	Bytes *t = static_cast<Bytes *>(target);
 	const Bytes *o = static_cast<const Bytes *>(origin);
@@ -280,8 +263,7 @@ void plainKernel(void *target, const void *origin, void *old, size_t n) noexcept
  * release/acquire. On x86 every locked RMW is a full barrier anyway, so
  * relaxed costs nothing and promises only what we rely on.
  */
-template<Op O, typename T>
-void atomicKernel(void *target, const void *origin, void *old, size_t n) noexcept
+template <Op O, typename T> void atomicKernel(void *target, const void *origin, void *old, size_t n) noexcept
 {
 	using U = typename UintOf<sizeof(T)>::type;
 	static_assert(sizeof(U) == sizeof(T));
@@ -301,7 +283,8 @@ void atomicKernel(void *target, const void *origin, void *old, size_t n) noexcep
 		} else if constexpr (O == Op::Replace) {
 			U v = loadAt<U>(o, i);
 			if (!r) {
-				a.store(v, std::memory_order_relaxed); /* relaxed: see above; a store is atomic to RMWs */
+				a.store(v,
+					std::memory_order_relaxed); /* relaxed: see above; a store is atomic to RMWs */
 				continue;
 			}
 			prev = a.exchange(v, std::memory_order_relaxed); /* relaxed: see above */
@@ -332,8 +315,8 @@ void atomicKernel(void *target, const void *origin, void *old, size_t n) noexcep
 			prev = a.load(std::memory_order_relaxed);
 			for (;;) {
 				U next = std::bit_cast<U>(combine<O>(std::bit_cast<T>(prev), v));
-				if (next == prev ||
-				    a.compare_exchange_weak(prev, next, std::memory_order_relaxed, std::memory_order_relaxed))
+				if (next == prev || a.compare_exchange_weak(prev, next, std::memory_order_relaxed,
+									    std::memory_order_relaxed))
 					break;
 			}
 		}
@@ -343,16 +326,15 @@ void atomicKernel(void *target, const void *origin, void *old, size_t n) noexcep
 }
 
 /* applyOp(): atomic when the target is aligned (then every element is), plain otherwise. */
-template<Op O, typename T>
-void alignedAtomicKernel(void *target, const void *origin, void *old, size_t n) noexcept
+template <Op O, typename T> void alignedAtomicKernel(void *target, const void *origin, void *old, size_t n) noexcept
 {
-	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(T) - 1)) == 0) [[likely]]
+	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(T) - 1)) == 0)
 		atomicKernel<O, T>(target, origin, old, n);
 	else
 		plainKernel<O, T>(target, origin, old, n);
 }
 
-template<Op O, typename V>
+template <Op O, typename V>
 inline void pairOne(void *targetValue, void *targetIndex, const Bytes *origin, Bytes *old) noexcept
 {
 	V tv;
@@ -380,8 +362,7 @@ inline void pairOne(void *targetValue, void *targetIndex, const Bytes *origin, B
 }
 
 /* Pairs: n C structs in the target, packed (value, int) in origin and old; plain. */
-template<Op O, typename P>
-void pairKernel(void *target, const void *origin, void *old, size_t n) noexcept
+template <Op O, typename P> void pairKernel(void *target, const void *origin, void *old, size_t n) noexcept
 {
 	using V = typename PairTraits<P>::Value;
 	constexpr size_t packed = sizeof(V) + sizeof(int);
@@ -399,8 +380,7 @@ void noKernel(void *, const void *, void *, size_t) noexcept
 
 /* ---- Dispatch tables, built at compile time ----------------------------------- */
 
-template<Op O, uint32_t E, bool Atomic>
-constexpr detail::KernelFn pick()
+template <Op O, uint32_t E, bool Atomic> constexpr detail::KernelFn pick()
 {
 	if constexpr (!opAllowed(O, E)) {
 		return &noKernel;
@@ -415,14 +395,13 @@ constexpr detail::KernelFn pick()
 	}
 }
 
-template<bool Atomic, size_t OpIndex, size_t... Es>
+template <bool Atomic, size_t OpIndex, size_t... Es>
 constexpr std::array<detail::KernelFn, kElemLimit> tableRow(std::index_sequence<Es...>)
 {
 	return { pick<static_cast<Op>(OpIndex), Es, Atomic>()... };
 }
 
-template<bool Atomic, size_t... Os>
-constexpr detail::KernelTable table(std::index_sequence<Os...>)
+template <bool Atomic, size_t... Os> constexpr detail::KernelTable table(std::index_sequence<Os...>)
 {
 	return { tableRow<Atomic, Os>(std::make_index_sequence<kElemLimit>{})... };
 }
@@ -430,8 +409,8 @@ constexpr detail::KernelTable table(std::index_sequence<Os...>)
 /* ---- Names and messages ------------------------------------------------------- */
 
 const char *const kOpNames[kOpLimit] = {
-	"RMA_OP_NULL", "RMA_MAX", "RMA_MIN", "RMA_SUM", "RMA_PROD", "RMA_LAND", "RMA_BAND", "RMA_LOR",
-	"RMA_BOR", "RMA_LXOR", "RMA_BXOR", "RMA_MAXLOC", "RMA_MINLOC", "RMA_REPLACE", "RMA_NO_OP",
+	"RMA_OP_NULL", "RMA_MAX",  "RMA_MIN",  "RMA_SUM",    "RMA_PROD",   "RMA_LAND",	  "RMA_BAND",  "RMA_LOR",
+	"RMA_BOR",     "RMA_LXOR", "RMA_BXOR", "RMA_MAXLOC", "RMA_MINLOC", "RMA_REPLACE", "RMA_NO_OP",
 };
 
 const char *const kPairNames[kElemLimit - kFirstPairIndex] = {
@@ -439,8 +418,8 @@ const char *const kPairNames[kElemLimit - kFirstPairIndex] = {
 };
 
 const char *const kClassNames[] = {
-	"no class", "C integer", "floating point", "logical", "complex", "byte", "multi-language",
-	"character", "pair", "packed",
+	"no class", "C integer",      "floating point", "logical", "complex",
+	"byte",	    "multi-language", "character",	"pair",	   "packed",
 };
 static_assert(std::size(kClassNames) == static_cast<size_t>(ElemClass::Packed) + 1);
 
@@ -494,7 +473,7 @@ const char *elemClassName(ElemClass cls)
 
 int checkOp(const char *call, Op op, uint8_t elem, bool fetches)
 {
-	if (opAllowed(op, elem) && (fetches || op != Op::NoOp)) [[likely]]
+	if (opAllowed(op, elem) && (fetches || op != Op::NoOp))
 		return RMA_SUCCESS;
 	if (op == Op::Null || static_cast<uint32_t>(op) >= kOpLimit)
 		return makeError(RMA_ERR_OP, "%s: the op is RMA_OP_NULL or not a predefined op (datatype %s)", call,
@@ -515,7 +494,7 @@ int checkOp(const char *call, Op op, uint8_t elem, bool fetches)
 
 int checkCompareAndSwapType(const char *call, uint8_t elem)
 {
-	if (compareAndSwapAllowed(elem)) [[likely]]
+	if (compareAndSwapAllowed(elem))
 		return RMA_SUCCESS;
 	return makeError(RMA_ERR_TYPE,
 			 "%s: compare-and-swap is not defined on %s (a %s type); it takes C integer, logical, "
@@ -525,8 +504,7 @@ int checkCompareAndSwapType(const char *call, uint8_t elem)
 
 namespace {
 
-template<typename V>
-void pairDispatch(Op op, void *tv, void *ti, const Bytes *o, Bytes *r) noexcept
+template <typename V> void pairDispatch(Op op, void *tv, void *ti, const Bytes *o, Bytes *r) noexcept
 {
 	switch (op) {
 	case Op::Maxloc:
@@ -546,13 +524,12 @@ void pairDispatch(Op op, void *tv, void *ti, const Bytes *o, Bytes *r) noexcept
 	}
 }
 
-template<typename U>
-void casOne(void *target, const void *compare, const void *origin, void *old) noexcept
+template <typename U> void casOne(void *target, const void *compare, const void *origin, void *old) noexcept
 {
 	U expected, desired;
 	std::memcpy(&expected, compare, sizeof(U));
 	std::memcpy(&desired, origin, sizeof(U));
-	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(U) - 1)) == 0) [[likely]] {
+	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(U) - 1)) == 0) {
 		/*
 		 * Strong: a spurious failure would report a miss that did not happen.
 		 * Relaxed: atomic per element is all MPI asks (see atomicKernel()).
@@ -574,8 +551,7 @@ void casOne(void *target, const void *compare, const void *origin, void *old) no
 
 } /* namespace */
 
-void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, const void *origin,
-		 void *old) noexcept
+void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, const void *origin, void *old) noexcept
 {
 	const Bytes *o = static_cast<const Bytes *>(origin);
 	Bytes *r = static_cast<Bytes *>(old);

@@ -94,13 +94,35 @@ namespace librma {
 /* The predefined ops; the value is the index of the op's handle. */
 enum class Op : uint8_t {
 	Null = 0,
-	Max = 1, Min, Sum, Prod, Land, Band, Lor, Bor, Lxor, Bxor, Maxloc, Minloc, Replace, NoOp,
+	Max = 1,
+	Min,
+	Sum,
+	Prod,
+	Land,
+	Band,
+	Lor,
+	Bor,
+	Lxor,
+	Bxor,
+	Maxloc,
+	Minloc,
+	Replace,
+	NoOp,
 	Last = NoOp,
 };
 
 /* MPI's classes of predefined types, for the op table (see above). */
 enum class ElemClass : uint8_t {
-	None = 0, CInteger, FloatingPoint, Logical, Complex, Byte, MultiLanguage, Character, Pair, Packed,
+	None = 0,
+	CInteger,
+	FloatingPoint,
+	Logical,
+	Complex,
+	Byte,
+	MultiLanguage,
+	Character,
+	Pair,
+	Packed,
 };
 
 /* Bound of every elem argument: valid elements are 1..kLastPredefinedIndex. */
@@ -110,8 +132,8 @@ inline constexpr uint32_t kOpLimit = static_cast<uint32_t>(Op::Last) + 1;
 namespace detail {
 
 struct ElemInfo {
-	uint8_t bytes;      /* data bytes in a packed stream */
-	uint8_t extent;     /* bytes from one target element to the next */
+	uint8_t bytes;	    /* data bytes in a packed stream */
+	uint8_t extent;	    /* bytes from one target element to the next */
 	uint8_t valueBytes; /* pairs: of the value; others: == bytes */
 	ElemClass cls;
 };
@@ -119,44 +141,44 @@ struct ElemInfo {
 /* Indexed by element (BasicType, then the pair types); pinned to the C types in op.cpp. */
 inline constexpr ElemInfo kElemInfo[kElemLimit] = {
 	{ 0, 0, 0, ElemClass::None },
-	{ 1, 1, 1, ElemClass::Character },         /* CHAR */
-	{ 1, 1, 1, ElemClass::CInteger },          /* SIGNED_CHAR */
-	{ 1, 1, 1, ElemClass::CInteger },          /* UNSIGNED_CHAR */
-	{ 1, 1, 1, ElemClass::Byte },              /* BYTE */
-	{ 2, 2, 2, ElemClass::CInteger },          /* SHORT */
-	{ 2, 2, 2, ElemClass::CInteger },          /* UNSIGNED_SHORT */
-	{ 4, 4, 4, ElemClass::CInteger },          /* INT */
-	{ 4, 4, 4, ElemClass::CInteger },          /* UNSIGNED */
-	{ 8, 8, 8, ElemClass::CInteger },          /* LONG */
-	{ 8, 8, 8, ElemClass::CInteger },          /* UNSIGNED_LONG */
-	{ 8, 8, 8, ElemClass::CInteger },          /* LONG_LONG */
-	{ 8, 8, 8, ElemClass::CInteger },          /* UNSIGNED_LONG_LONG */
-	{ 4, 4, 4, ElemClass::FloatingPoint },     /* FLOAT */
-	{ 8, 8, 8, ElemClass::FloatingPoint },     /* DOUBLE */
-	{ 16, 16, 16, ElemClass::FloatingPoint },  /* LONG_DOUBLE */
-	{ 4, 4, 4, ElemClass::Character },         /* WCHAR */
-	{ 1, 1, 1, ElemClass::Logical },           /* C_BOOL */
-	{ 1, 1, 1, ElemClass::CInteger },          /* INT8_T */
-	{ 2, 2, 2, ElemClass::CInteger },          /* INT16_T */
-	{ 4, 4, 4, ElemClass::CInteger },          /* INT32_T */
-	{ 8, 8, 8, ElemClass::CInteger },          /* INT64_T */
-	{ 1, 1, 1, ElemClass::CInteger },          /* UINT8_T */
-	{ 2, 2, 2, ElemClass::CInteger },          /* UINT16_T */
-	{ 4, 4, 4, ElemClass::CInteger },          /* UINT32_T */
-	{ 8, 8, 8, ElemClass::CInteger },          /* UINT64_T */
-	{ 8, 8, 8, ElemClass::Complex },           /* C_FLOAT_COMPLEX */
-	{ 16, 16, 16, ElemClass::Complex },        /* C_DOUBLE_COMPLEX */
-	{ 32, 32, 32, ElemClass::Complex },        /* C_LONG_DOUBLE_COMPLEX */
-	{ 8, 8, 8, ElemClass::MultiLanguage },     /* AINT */
-	{ 8, 8, 8, ElemClass::MultiLanguage },     /* OFFSET */
-	{ 8, 8, 8, ElemClass::MultiLanguage },     /* COUNT */
-	{ 1, 1, 1, ElemClass::Packed },            /* PACKED */
-	{ 8, 8, 4, ElemClass::Pair },              /* FLOAT_INT */
-	{ 12, 16, 8, ElemClass::Pair },            /* DOUBLE_INT */
-	{ 12, 16, 8, ElemClass::Pair },            /* LONG_INT */
-	{ 8, 8, 4, ElemClass::Pair },              /* 2INT */
-	{ 6, 8, 2, ElemClass::Pair },              /* SHORT_INT */
-	{ 20, 32, 16, ElemClass::Pair },           /* LONG_DOUBLE_INT */
+	{ 1, 1, 1, ElemClass::Character },	  /* CHAR */
+	{ 1, 1, 1, ElemClass::CInteger },	  /* SIGNED_CHAR */
+	{ 1, 1, 1, ElemClass::CInteger },	  /* UNSIGNED_CHAR */
+	{ 1, 1, 1, ElemClass::Byte },		  /* BYTE */
+	{ 2, 2, 2, ElemClass::CInteger },	  /* SHORT */
+	{ 2, 2, 2, ElemClass::CInteger },	  /* UNSIGNED_SHORT */
+	{ 4, 4, 4, ElemClass::CInteger },	  /* INT */
+	{ 4, 4, 4, ElemClass::CInteger },	  /* UNSIGNED */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* LONG */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* UNSIGNED_LONG */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* LONG_LONG */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* UNSIGNED_LONG_LONG */
+	{ 4, 4, 4, ElemClass::FloatingPoint },	  /* FLOAT */
+	{ 8, 8, 8, ElemClass::FloatingPoint },	  /* DOUBLE */
+	{ 16, 16, 16, ElemClass::FloatingPoint }, /* LONG_DOUBLE */
+	{ 4, 4, 4, ElemClass::Character },	  /* WCHAR */
+	{ 1, 1, 1, ElemClass::Logical },	  /* C_BOOL */
+	{ 1, 1, 1, ElemClass::CInteger },	  /* INT8_T */
+	{ 2, 2, 2, ElemClass::CInteger },	  /* INT16_T */
+	{ 4, 4, 4, ElemClass::CInteger },	  /* INT32_T */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* INT64_T */
+	{ 1, 1, 1, ElemClass::CInteger },	  /* UINT8_T */
+	{ 2, 2, 2, ElemClass::CInteger },	  /* UINT16_T */
+	{ 4, 4, 4, ElemClass::CInteger },	  /* UINT32_T */
+	{ 8, 8, 8, ElemClass::CInteger },	  /* UINT64_T */
+	{ 8, 8, 8, ElemClass::Complex },	  /* C_FLOAT_COMPLEX */
+	{ 16, 16, 16, ElemClass::Complex },	  /* C_DOUBLE_COMPLEX */
+	{ 32, 32, 32, ElemClass::Complex },	  /* C_LONG_DOUBLE_COMPLEX */
+	{ 8, 8, 8, ElemClass::MultiLanguage },	  /* AINT */
+	{ 8, 8, 8, ElemClass::MultiLanguage },	  /* OFFSET */
+	{ 8, 8, 8, ElemClass::MultiLanguage },	  /* COUNT */
+	{ 1, 1, 1, ElemClass::Packed },		  /* PACKED */
+	{ 8, 8, 4, ElemClass::Pair },		  /* FLOAT_INT */
+	{ 12, 16, 8, ElemClass::Pair },		  /* DOUBLE_INT */
+	{ 12, 16, 8, ElemClass::Pair },		  /* LONG_INT */
+	{ 8, 8, 4, ElemClass::Pair },		  /* 2INT */
+	{ 6, 8, 2, ElemClass::Pair },		  /* SHORT_INT */
+	{ 20, 32, 16, ElemClass::Pair },	  /* LONG_DOUBLE_INT */
 };
 
 constexpr uint32_t classBit(ElemClass c)
@@ -169,25 +191,24 @@ inline constexpr uint32_t kEveryClass = (classBit(ElemClass::Packed) - 1) & ~cla
 
 /* Per op (indexed by Op), the classes it is defined on. */
 inline constexpr uint32_t kOpClasses[kOpLimit] = {
-	0,                                                                            /* NULL */
-	kIntegers | classBit(ElemClass::FloatingPoint),                               /* MAX */
-	kIntegers | classBit(ElemClass::FloatingPoint),                               /* MIN */
+	0,									       /* NULL */
+	kIntegers | classBit(ElemClass::FloatingPoint),				       /* MAX */
+	kIntegers | classBit(ElemClass::FloatingPoint),				       /* MIN */
 	kIntegers | classBit(ElemClass::FloatingPoint) | classBit(ElemClass::Complex), /* SUM */
 	kIntegers | classBit(ElemClass::FloatingPoint) | classBit(ElemClass::Complex), /* PROD */
-	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),                 /* LAND */
-	kIntegers | classBit(ElemClass::Byte),                                        /* BAND */
-	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),                 /* LOR */
-	kIntegers | classBit(ElemClass::Byte),                                        /* BOR */
-	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),                 /* LXOR */
-	kIntegers | classBit(ElemClass::Byte),                                        /* BXOR */
-	classBit(ElemClass::Pair),                                                    /* MAXLOC */
-	classBit(ElemClass::Pair),                                                    /* MINLOC */
-	kEveryClass,                                                                  /* REPLACE */
-	kEveryClass,                                                                  /* NO_OP */
+	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),		       /* LAND */
+	kIntegers | classBit(ElemClass::Byte),					       /* BAND */
+	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),		       /* LOR */
+	kIntegers | classBit(ElemClass::Byte),					       /* BOR */
+	classBit(ElemClass::CInteger) | classBit(ElemClass::Logical),		       /* LXOR */
+	kIntegers | classBit(ElemClass::Byte),					       /* BXOR */
+	classBit(ElemClass::Pair),						       /* MAXLOC */
+	classBit(ElemClass::Pair),						       /* MINLOC */
+	kEveryClass,								       /* REPLACE */
+	kEveryClass,								       /* NO_OP */
 };
 
-inline constexpr uint32_t kCompareAndSwapClasses =
-	kIntegers | classBit(ElemClass::Logical) | classBit(ElemClass::Byte);
+inline constexpr uint32_t kCompareAndSwapClasses = kIntegers | classBit(ElemClass::Logical) | classBit(ElemClass::Byte);
 
 using KernelFn = void (*)(void *target, const void *origin, void *old, size_t n) noexcept;
 
@@ -348,7 +369,7 @@ inline bool atomicAt(Op op, uint8_t elem, const void *target)
  */
 inline void applyOp(Op op, uint8_t elem, void *target, const void *origin, void *old, size_t n) noexcept
 {
-	if (static_cast<uint32_t>(op) >= kOpLimit || elem >= kElemLimit) [[unlikely]]
+	if (static_cast<uint32_t>(op) >= kOpLimit || elem >= kElemLimit)
 		return;
 	detail::kAtomicKernels[static_cast<uint32_t>(op)][elem](target, origin, old, n);
 }
@@ -362,7 +383,7 @@ inline void applyOp(Op op, uint8_t elem, void *target, const void *origin, void 
  */
 inline void applyOpPlain(Op op, uint8_t elem, void *target, const void *origin, void *old, size_t n) noexcept
 {
-	if (static_cast<uint32_t>(op) >= kOpLimit || elem >= kElemLimit) [[unlikely]]
+	if (static_cast<uint32_t>(op) >= kOpLimit || elem >= kElemLimit)
 		return;
 	detail::kPlainKernels[static_cast<uint32_t>(op)][elem](target, origin, old, n);
 }
@@ -379,8 +400,7 @@ inline void applyOpPlain(Op op, uint8_t elem, void *target, const void *origin, 
  * @param[out]    old         nullptr, or packed: the previous value and index
  * Plain loads and stores: the caller serializes. noexcept.
  */
-void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, const void *origin,
-		 void *old) noexcept;
+void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, const void *origin, void *old) noexcept;
 
 /**
  * @brief Compare-and-swap of one element: *old = *target; if the target's
@@ -418,8 +438,8 @@ inline void fetchAdd64(void *target, const void *origin, void *old) noexcept
 	 * the location's coherence order. (On x86 a locked add is a full
 	 * barrier regardless.)
 	 */
-	uint64_t prev = std::atomic_ref<uint64_t>(*static_cast<uint64_t *>(target))
-				.fetch_add(o, std::memory_order_relaxed);
+	uint64_t prev =
+		std::atomic_ref<uint64_t>(*static_cast<uint64_t *>(target)).fetch_add(o, std::memory_order_relaxed);
 	if (old)
 		std::memcpy(old, &prev, sizeof(prev));
 }

@@ -36,7 +36,7 @@ struct TypeRow {
 	uint8_t elem;
 	const char *name;
 	Kind kind;
-	uint32_t size;       /* packed bytes of one element */
+	uint32_t size;	      /* packed bytes of one element */
 	const char *mpiClass; /* as MPI-4.1 section 6.9.2 names it */
 	/* Pairs: the value's kind and size, and the C struct's layout. */
 	Kind valueKind = Kind::SInt;
@@ -45,26 +45,34 @@ struct TypeRow {
 	uint32_t indexOffset = 0;
 };
 
-template<typename V>
-struct Pair {
+template <typename V> struct Pair {
 	V v;
 	int i;
 };
 
-template<typename V>
-constexpr TypeRow pairRow(uint8_t elem, const char *name, Kind vk)
+template <typename V> constexpr TypeRow pairRow(uint8_t elem, const char *name, Kind vk)
 {
-	return { elem, name, Kind::Pair, uint32_t(sizeof(V) + sizeof(int)), "pair", vk, uint32_t(sizeof(V)),
-		 uint32_t(sizeof(Pair<V>)), uint32_t(offsetof(Pair<V>, i)) };
+	return { elem,
+		 name,
+		 Kind::Pair,
+		 uint32_t(sizeof(V) + sizeof(int)),
+		 "pair",
+		 vk,
+		 uint32_t(sizeof(V)),
+		 uint32_t(sizeof(Pair<V>)),
+		 uint32_t(offsetof(Pair<V>, i)) };
 }
 
-template<typename T>
-constexpr Kind intKind()
+template <typename T> constexpr Kind intKind()
 {
 	return std::is_signed_v<T> ? Kind::SInt : Kind::UInt;
 }
 
-#define ROW_(e, name, kind, T, cls) TypeRow{ uint8_t(e), name, kind, uint32_t(sizeof(T)), cls }
+#define ROW_(e, name, kind, T, cls)                                                                                    \
+	TypeRow                                                                                                        \
+	{                                                                                                              \
+		uint8_t(e), name, kind, uint32_t(sizeof(T)), cls                                                       \
+	}
 
 const TypeRow kRows[] = {
 	ROW_(1, "RMA_CHAR", Kind::Char, char, "character"),
@@ -109,7 +117,7 @@ const TypeRow kRows[] = {
 
 #undef ROW_
 
-const Op kOps[] = { Op::Max, Op::Min, Op::Sum, Op::Prod, Op::Land, Op::Band, Op::Lor,
+const Op kOps[] = { Op::Max, Op::Min,  Op::Sum,	 Op::Prod,   Op::Land,	 Op::Band,    Op::Lor,
 		    Op::Bor, Op::Lxor, Op::Bxor, Op::Maxloc, Op::Minloc, Op::Replace, Op::NoOp };
 
 /* MPI-4.1's table, written out by class name (Fortran classes left out). */
@@ -245,17 +253,39 @@ void reference(Op op, const TypeRow &row, uint8_t *t, const uint8_t *o, uint8_t 
 		i128 a = loadInt(t, s, sgn), b = loadInt(o, s, sgn);
 		u128 r = 0;
 		switch (op) {
-		case Op::Max: r = u128(b > a ? b : a); break;
-		case Op::Min: r = u128(b < a ? b : a); break;
-		case Op::Sum: r = u128(a) + u128(b); break;
-		case Op::Prod: r = u128(a) * u128(b); break;
-		case Op::Land: r = (a != 0 && b != 0) ? 1 : 0; break;
-		case Op::Lor: r = (a != 0 || b != 0) ? 1 : 0; break;
-		case Op::Lxor: r = ((a != 0) != (b != 0)) ? 1 : 0; break;
-		case Op::Band: r = u128(a) & u128(b); break;
-		case Op::Bor: r = u128(a) | u128(b); break;
-		case Op::Bxor: r = u128(a) ^ u128(b); break;
-		default: ADD_FAILURE() << "no reference for " << opName(op); break;
+		case Op::Max:
+			r = u128(b > a ? b : a);
+			break;
+		case Op::Min:
+			r = u128(b < a ? b : a);
+			break;
+		case Op::Sum:
+			r = u128(a) + u128(b);
+			break;
+		case Op::Prod:
+			r = u128(a) * u128(b);
+			break;
+		case Op::Land:
+			r = (a != 0 && b != 0) ? 1 : 0;
+			break;
+		case Op::Lor:
+			r = (a != 0 || b != 0) ? 1 : 0;
+			break;
+		case Op::Lxor:
+			r = ((a != 0) != (b != 0)) ? 1 : 0;
+			break;
+		case Op::Band:
+			r = u128(a) & u128(b);
+			break;
+		case Op::Bor:
+			r = u128(a) | u128(b);
+			break;
+		case Op::Bxor:
+			r = u128(a) ^ u128(b);
+			break;
+		default:
+			ADD_FAILURE() << "no reference for " << opName(op);
+			break;
 		}
 		storeBits(t, s, r);
 		return;
@@ -398,13 +428,27 @@ private:
 		u128 top = u128(1) << (8 * size - 1), all = (top << 1) - 1;
 		u128 v;
 		switch (pick(few ? 2 : 9)) {
-		case 0: v = pick(3); break;                       /* 0, 1, 2 */
-		case 1: v = (all - pick(3)) & all; break;         /* -1, -2, -3 */
-		case 2: v = top; break;                           /* signed min */
-		case 3: v = top - 1; break;                       /* signed max */
-		case 4: v = all; break;                           /* unsigned max */
-		case 5: v = pick(16); break;
-		default: v = (u128(rng_()) << 64 | rng_()) & all; break;
+		case 0:
+			v = pick(3);
+			break; /* 0, 1, 2 */
+		case 1:
+			v = (all - pick(3)) & all;
+			break; /* -1, -2, -3 */
+		case 2:
+			v = top;
+			break; /* signed min */
+		case 3:
+			v = top - 1;
+			break; /* signed max */
+		case 4:
+			v = all;
+			break; /* unsigned max */
+		case 5:
+			v = pick(16);
+			break;
+		default:
+			v = (u128(rng_()) << 64 | rng_()) & all;
+			break;
 		}
 		storeBits(p, size, v);
 	}
@@ -413,16 +457,37 @@ private:
 	{
 		long double v;
 		switch (pick(few ? 3 : 14)) {
-		case 0: v = 0.0L; break;
-		case 1: v = std::numeric_limits<long double>::quiet_NaN(); break;
-		case 2: v = 1.5L; break;
-		case 3: v = -0.0L; break;
-		case 4: v = -1.0L; break;
-		case 5: v = std::numeric_limits<long double>::infinity(); break;
-		case 6: v = -std::numeric_limits<long double>::infinity(); break;
-		case 7: v = size == 4 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max(); break;
-		case 8: v = size == 4 ? std::numeric_limits<float>::denorm_min() : std::numeric_limits<double>::denorm_min(); break;
-		default: v = std::uniform_real_distribution<double>(-1e3, 1e3)(rng_); break;
+		case 0:
+			v = 0.0L;
+			break;
+		case 1:
+			v = std::numeric_limits<long double>::quiet_NaN();
+			break;
+		case 2:
+			v = 1.5L;
+			break;
+		case 3:
+			v = -0.0L;
+			break;
+		case 4:
+			v = -1.0L;
+			break;
+		case 5:
+			v = std::numeric_limits<long double>::infinity();
+			break;
+		case 6:
+			v = -std::numeric_limits<long double>::infinity();
+			break;
+		case 7:
+			v = size == 4 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+			break;
+		case 8:
+			v = size == 4 ? std::numeric_limits<float>::denorm_min()
+				      : std::numeric_limits<double>::denorm_min();
+			break;
+		default:
+			v = std::uniform_real_distribution<double>(-1e3, 1e3)(rng_);
+			break;
 		}
 		storeFloat(p, size, v);
 	}
@@ -528,11 +593,11 @@ void checkKernel(Op op, const TypeRow &row, Path path, bool withOld, uint32_t se
 
 TEST(OpHandleTest, ResolvesEveryPredefinedOp)
 {
-	const rma_op handles[] = { RMA_MAX, RMA_MIN, RMA_SUM, RMA_PROD, RMA_LAND, RMA_BAND, RMA_LOR,
+	const rma_op handles[] = { RMA_MAX, RMA_MIN,  RMA_SUM,	RMA_PROD,   RMA_LAND,	RMA_BAND,    RMA_LOR,
 				   RMA_BOR, RMA_LXOR, RMA_BXOR, RMA_MAXLOC, RMA_MINLOC, RMA_REPLACE, RMA_NO_OP };
-	const char *names[] = { "RMA_MAX", "RMA_MIN", "RMA_SUM", "RMA_PROD", "RMA_LAND", "RMA_BAND", "RMA_LOR",
-				"RMA_BOR", "RMA_LXOR", "RMA_BXOR", "RMA_MAXLOC", "RMA_MINLOC", "RMA_REPLACE",
-				"RMA_NO_OP" };
+	const char *names[] = { "RMA_MAX",    "RMA_MIN",    "RMA_SUM",	   "RMA_PROD", "RMA_LAND",
+				"RMA_BAND",   "RMA_LOR",    "RMA_BOR",	   "RMA_LXOR", "RMA_BXOR",
+				"RMA_MAXLOC", "RMA_MINLOC", "RMA_REPLACE", "RMA_NO_OP" };
 	for (size_t i = 0; i < std::size(handles); ++i) {
 		EXPECT_EQ(toOp(handles[i]), kOps[i]);
 		EXPECT_STREQ(opName(toOp(handles[i])), names[i]);
@@ -682,7 +747,8 @@ TEST(OpKernelTest, EveryAllowedPairingMatchesTheReference)
 			++kernels;
 			for (Path path : { Path::Atomic, Path::Misaligned, Path::Plain }) {
 				for (bool withOld : { false, true }) {
-					uint32_t seed = uint32_t(op) * 1000 + row.elem * 10 + uint32_t(path) * 2 + withOld;
+					uint32_t seed =
+						uint32_t(op) * 1000 + row.elem * 10 + uint32_t(path) * 2 + withOld;
 					checkKernel(op, row, path, withOld, seed);
 					if (HasFatalFailure())
 						return;
@@ -735,9 +801,9 @@ TEST(OpKernelTest, FloatMaxMinNanAndSignedZero)
 		double t, o;
 		double want;
 	} cases[] = {
-		{ Op::Max, 1.0, nan, nan },  { Op::Max, nan, 1.0, nan },  { Op::Min, 1.0, nan, nan },
-		{ Op::Min, nan, 1.0, nan },  { Op::Max, -0.0, 0.0, -0.0 }, { Op::Min, 0.0, -0.0, 0.0 },
-		{ Op::Max, 1.0, 2.0, 2.0 },  { Op::Min, 1.0, 2.0, 1.0 },
+		{ Op::Max, 1.0, nan, nan }, { Op::Max, nan, 1.0, nan },	  { Op::Min, 1.0, nan, nan },
+		{ Op::Min, nan, 1.0, nan }, { Op::Max, -0.0, 0.0, -0.0 }, { Op::Min, 0.0, -0.0, 0.0 },
+		{ Op::Max, 1.0, 2.0, 2.0 }, { Op::Min, 1.0, 2.0, 1.0 },
 	};
 	for (const Case &c : cases) {
 		for (int plain = 0; plain < 2; ++plain) {
@@ -747,8 +813,10 @@ TEST(OpKernelTest, FloatMaxMinNanAndSignedZero)
 				applyOpPlain(c.op, uint8_t(BasicType::Double), &t, &c.o, &old, 1);
 			else
 				applyOp(c.op, uint8_t(BasicType::Double), &t, &c.o, &old, 1);
-			EXPECT_TRUE(std::isnan(c.want) ? std::isnan(t) : (t == c.want && std::signbit(t) == std::signbit(c.want)))
-				<< opName(c.op) << "(" << c.t << ", " << c.o << ") = " << t << (plain ? " plain" : " atomic");
+			EXPECT_TRUE(std::isnan(c.want) ? std::isnan(t)
+						       : (t == c.want && std::signbit(t) == std::signbit(c.want)))
+				<< opName(c.op) << "(" << c.t << ", " << c.o << ") = " << t
+				<< (plain ? " plain" : " atomic");
 			EXPECT_TRUE(std::memcmp(&old, &c.t, 8) == 0);
 		}
 	}
@@ -783,9 +851,9 @@ TEST(OpPairTest, SplitValueAndIndexWithTies)
 		double wv;
 		int wi;
 	} cases[] = {
-		{ Op::Maxloc, 1.0, 5, 2.0, 9, 2.0, 9 }, { Op::Maxloc, 2.0, 5, 1.0, 1, 2.0, 5 },
-		{ Op::Maxloc, 3.0, 5, 3.0, 2, 3.0, 2 }, { Op::Maxloc, 3.0, 2, 3.0, 5, 3.0, 2 },
-		{ Op::Minloc, 1.0, 5, 2.0, 9, 1.0, 5 }, { Op::Minloc, 2.0, 5, 1.0, 9, 1.0, 9 },
+		{ Op::Maxloc, 1.0, 5, 2.0, 9, 2.0, 9 },	  { Op::Maxloc, 2.0, 5, 1.0, 1, 2.0, 5 },
+		{ Op::Maxloc, 3.0, 5, 3.0, 2, 3.0, 2 },	  { Op::Maxloc, 3.0, 2, 3.0, 5, 3.0, 2 },
+		{ Op::Minloc, 1.0, 5, 2.0, 9, 1.0, 5 },	  { Op::Minloc, 2.0, 5, 1.0, 9, 1.0, 9 },
 		{ Op::Minloc, 3.0, 5, 3.0, -2, 3.0, -2 }, { Op::Minloc, -0.0, 4, 0.0, 3, -0.0, 3 },
 	};
 	for (const Case &c : cases) {
