@@ -293,6 +293,45 @@ public:
 				      static_cast<int>(origin.size()), datatypeOf<T>(), handle_));
 	}
 
+	/**
+	 * rma_accumulate() of @p origin into @p target at @p disp with @p op
+	 * (RMA_SUM, RMA_REPLACE, ...): atomic per element; complete at the
+	 * next flush, unlock, fence or complete.
+	 */
+	template<typename T>
+	Status accumulate(std::span<const T> origin, int target, rma_aint disp, rma_op op)
+	{
+		return Status(rma_accumulate(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
+					     static_cast<int>(origin.size()), datatypeOf<T>(), op, handle_));
+	}
+	/**
+	 * rma_get_accumulate(): @p result receives the target's elements, which
+	 * then become op(target, origin). @p origin and @p result have the same
+	 * length (origin is ignored for RMA_NO_OP). @p result holds the values
+	 * once the operation completes (flush, unlock, fence, complete).
+	 */
+	template<typename T>
+	Status getAccumulate(std::span<const T> origin, std::span<T> result, int target, rma_aint disp, rma_op op)
+	{
+		if (origin.size() != result.size() && op != RMA_NO_OP)
+			return Status(RMA_ERR_COUNT);
+		const int n = static_cast<int>(result.size());
+		return Status(rma_get_accumulate(origin.data(), n, datatypeOf<T>(), result.data(), n, datatypeOf<T>(),
+						 target, disp, n, datatypeOf<T>(), op, handle_));
+	}
+	/** rma_fetch_and_op() of one element: *@p result = old value (at completion). */
+	template<typename T>
+	Status fetchAndOp(const T &origin, T *result, int target, rma_aint disp, rma_op op)
+	{
+		return Status(rma_fetch_and_op(&origin, result, datatypeOf<T>(), target, disp, op, handle_));
+	}
+	/** rma_compare_and_swap(): *@p result = old value; replaced by @p origin if it equalled @p compare. */
+	template<typename T>
+	Status compareAndSwap(const T &origin, const T &compare, T *result, int target, rma_aint disp)
+	{
+		return Status(rma_compare_and_swap(&origin, &compare, result, datatypeOf<T>(), target, disp, handle_));
+	}
+
 	/** rma_win_fence(). */
 	Status fence(int assert = 0) { return Status(rma_win_fence(assert, handle_)); }
 	/** rma_win_sync(). */

@@ -1122,6 +1122,10 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 {
 	return onWindow("rma_get_accumulate", win, [&](Window &w) {
 		RMA_TRY(checkResult("rma_get_accumulate", result_addr, result_count));
+		if (origin_count == 1 && result_count == 1 && target_count == 1 && origin_datatype == target_datatype &&
+		    result_datatype == target_datatype)
+			return w.atomicOne("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_rank,
+					   target_disp, op, true);
 		AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
 		static char empty;

@@ -534,10 +534,15 @@ int Window::accumulate(const char *call, const AccArgs &a)
 	if (a.fetchAndOp && !td->predefined)
 		return makeError(RMA_ERR_TYPE, "%s: the datatype must be a predefined type (got %s)", call, td->name);
 
+	/* Signatures: one predefined type on every side needs no walk (counts decide). */
 	rma_count bytes = td->size * a.tcount;
-	if (usesOrigin)
-		RMA_TRY(matchSignatures(call, *od, a.ocount, *td, a.tcount, true, bytes));
-	if (fetch) {
+	if (usesOrigin) {
+		if (od == td && td->predefined && a.ocount <= a.tcount)
+			bytes = td->size * a.ocount;
+		else
+			RMA_TRY(matchSignatures(call, *od, a.ocount, *td, a.tcount, true, bytes));
+	}
+	if (fetch && !(rd == td && td->predefined && a.tcount <= a.rcount)) {
 		rma_count rbytes;
 		RMA_TRY(matchSignatures(call, *td, a.tcount, *rd, a.rcount, true, rbytes));
 	}

@@ -210,7 +210,8 @@ public:
 		a.tcount = 1;
 		a.ttype = type;
 		a.op = opHandle;
-		a.fetchAndOp = fetch;
+		/* fetch_and_op takes predefined types only; get_accumulate of one element any. */
+		a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
 		return accumulate(call, a);
 	}
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,

@@ -95,4 +95,49 @@ TEST(CxxApiTest, LockGuardAndPassiveTarget)
 	}));
 }
 
+TEST(CxxApiTest, AccumulateFamily)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+		rma::Environment env;
+		ASSERT_TRUE(env.status().ok());
+		rma::Comm world = rma::Comm::world();
+		auto win = rma::Window::allocate(8 * sizeof(int64_t), sizeof(int64_t));
+		ASSERT_TRUE(win.ok());
+		for (int64_t &v : win->local<int64_t>())
+			v = 0;
+		ASSERT_TRUE(world.barrier().ok());
+		ASSERT_TRUE(win->lockAll().ok());
+		int64_t ticket = -1;
+		ASSERT_TRUE(win->fetchAndOp<int64_t>(1, &ticket, 0, 0, RMA_SUM).ok());
+		const int64_t ones[4] = { 1, 2, 3, 4 };
+		ASSERT_TRUE(win->accumulate(std::span<const int64_t>(ones), 0, 1, RMA_SUM).ok());
+		ASSERT_TRUE(win->flush(0).ok());
+		EXPECT_TRUE(ticket == 0 || ticket == 1) << ticket;
+		ASSERT_TRUE(world.barrier().ok());
+		int64_t seen[4] = {};
+		ASSERT_TRUE(win->getAccumulate(std::span<const int64_t>(), std::span<int64_t>(seen), 0, 1, RMA_NO_OP).ok());
+		ASSERT_TRUE(win->flush(0).ok());
+		for (int k = 0; k < 4; ++k) {
+			EXPECT_EQ(seen[k], 2 * ones[k]);
+		}
+		int64_t old = -1;
+		ASSERT_TRUE(win->compareAndSwap<int64_t>(100 + world.rank(), 2, &old, 0, 0).ok());
+		ASSERT_TRUE(win->flush(0).ok());
+		ASSERT_TRUE(win->unlockAll().ok());
+		ASSERT_TRUE(world.barrier().ok());
+		if (world.rank() == 0) {
+			ASSERT_TRUE(win->sync().ok());
+			int64_t final = win->local<int64_t>()[0];
+			EXPECT_TRUE(final == 100 || final == 101) << final; /* exactly one CAS won */
+		}
+		/* A wrong op/type pairing is an error value. */
+		ASSERT_TRUE(win->lockAll().ok());
+		double d = 0;
+		rma::Status bad = win->fetchAndOp<double>(1.0, &d, 0, 0, RMA_BAND);
+		EXPECT_EQ(bad.errorClass(), RMA_ERR_OP);
+		ASSERT_TRUE(win->unlockAll().ok());
+		ASSERT_TRUE(world.barrier().ok());
+	}));
+}
+
 } /* namespace */
