@@ -778,6 +778,24 @@ TEST(OpKernelTest, DisallowedPairingsLeaveTargetAlone)
 	}
 }
 
+TEST(OpKernelTest, ZeroElementsTouchNothing)
+{
+	alignas(64) uint8_t target[64], origin[64], old[64];
+	for (Op op : kOps) {
+		for (const TypeRow &row : kRows) {
+			std::memset(target, 0x5a, sizeof(target));
+			std::memset(origin, 0x33, sizeof(origin));
+			std::memset(old, 0x77, sizeof(old));
+			applyOp(op, row.elem, target, origin, old, 0);
+			applyOpPlain(op, row.elem, target + 1, origin, old, 0);
+			for (size_t b = 0; b < sizeof(target); ++b) {
+				ASSERT_EQ(target[b], 0x5a) << opName(op) << " on " << row.name;
+				ASSERT_EQ(old[b], 0x77) << opName(op) << " on " << row.name;
+			}
+		}
+	}
+}
+
 TEST(OpKernelTest, IntegerSumAndProdWrap)
 {
 	alignas(8) int64_t t = INT64_MAX;
