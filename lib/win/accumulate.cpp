@@ -39,6 +39,12 @@
  * free, so nothing waits for the target process or for an agent that may
  * not exist (RMA_PROGRESS=none). Fetched values are copied from the reply
  * area to the result buffer at that completion.
+ *
+ * Faults: every wait here (room in a ring, a record applied, the apply
+ * lock) checks every member's liveness once past its spinning phase, so a
+ * process that dies holding the consumer role or the apply lock, or before
+ * publishing a claimed slot, turns into RMA_ERR_PROC_FAILED for the waiters
+ * instead of a hang (the ring itself also skips a dead producer's slot).
  */
 #include <signal.h>
 
@@ -323,16 +329,6 @@ int Window::drainRing(int t)
 	/* Release: pairs with the acquire above in the next holder. */
 	line.consumer.store(0, std::memory_order_release);
 	return n;
-}
-
-/* A consumer role held by a dead process is taken back (it may have died mid-record). */
-void Window::reclaimConsumer(int t)
-{
-	AccTargetLine &line = accLines_[t];
-	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
-	if (holder != 0 && !peerAlive(static_cast<int>(holder) - 1))
-		/* Release: as giving the role back; the dead holder's partial work is lost. */
-		line.consumer.compare_exchange_strong(holder, 0, std::memory_order_release, std::memory_order_relaxed);
 }
 
 bool Window::ringPending(int t) const

@@ -308,7 +308,6 @@ private:
 	void applyRecord(int target, const MpscRecord &record);
 	int startServing();
 	void stopServing();
-	void reclaimConsumer(int target);
 	bool ringPending(int target) const;
 	uint64_t accDoneOf(int target);
 	std::atomic<uint64_t> &doneWord(int target, int origin) const
