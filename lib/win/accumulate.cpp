@@ -11,6 +11,9 @@
  *     maps (Direct) and an op/element with a hardware atomic form, small
  *     (kFastBytes) or forced by RMA_ACC_PATH=origin, contiguous, aligned:
  *     the origin applies it with one atomic RMW per element (lib/op).
+ *     Windows created with rma_accumulate_path=ring (or RMA_ACC_PATH=ring)
+ *     never take this path, so there the ring applies every element with
+ *     plain, vectorized stores: the choice for array-heavy windows.
  *  2. The ring: everything else to a Direct target is queued as a record on
  *     the target's MpscRing (control.h, progress/mpsc_ring.h) and applied by
  *     whoever holds the ring's consumer role: the progress agent, or an
@@ -167,6 +170,11 @@ bool aliveProducer(void *context, uint32_t producer)
 
 } /* namespace */
 
+bool accumulateRingByDefault()
+{
+	return accPath() == AccPath::Ring;
+}
+
 /* ---- Setup ------------------------------------------------------------------ */
 
 int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked)
@@ -180,7 +188,7 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	accLocked_ = locked;
 	accFast_.assign(n, 0);
 	for (uint32_t t = 0; t < n; ++t)
-		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && accPath() != AccPath::Ring;
+		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && !hints_.accumulateRing;
 	accIssued_.assign(n, 0);
 	accApplied_.assign(n, 0);
 	orderingNone_ = hints_.accumulateOrdering == "none";
@@ -264,6 +272,8 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	std::byte *old = h.fetch ? accReplies_ + producer * kAccReplyBytes + h.replyOffset : nullptr;
 	std::byte *base = targets_[t].base + h.targetOffset;
 	const Op op = static_cast<Op>(h.op);
+	/* Ring-only windows: no origin atomics can race with us, so plain stores (vectorized) do. */
+	const bool plain = hints_.accumulateRing;
 
 	if (record.type == kRecordCompareAndSwap) {
 		const uint32_t eb = elemBytes(h.elem);
@@ -281,7 +291,10 @@ void Window::applyRecord(int t, const MpscRecord &record)
 			while (left > 0 && !cursor.done()) {
 				rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
 				size_t count = static_cast<size_t>(step) / elemBytes(h.elem);
-				applyOp(op, h.elem, base + cursor.offset(), data, old, count);
+				if (plain)
+					applyOpPlain(op, h.elem, base + cursor.offset(), data, old, count);
+				else
+					applyOp(op, h.elem, base + cursor.offset(), data, old, count);
 				data += step;
 				if (old)
 					old += step;
@@ -557,7 +570,7 @@ int Window::accumulate(const char *call, const AccArgs &a)
 
 	const size_t n = static_cast<size_t>(bytes) / elemBytes(elem);
 	const AccPath path = accPath();
-	if (path != AccPath::Ring && td->isContiguous() && (!od || od->isContiguous()) && (!rd || rd->isContiguous()) &&
+	if (accFast_[a.target] && td->isContiguous() && (!od || od->isContiguous()) && (!rd || rd->isContiguous()) &&
 	    atomicAt(op, elem, view.base) && (path == AccPath::Origin || bytes <= kFastBytes)) {
 		if (accIssued_[a.target] != accApplied_[a.target] && !orderingNone_)
 			RMA_TRY(completeAccumulates(call, a.target));
@@ -732,7 +745,7 @@ int Window::compareAndSwap(const char *call, const void *origin, const void *com
 		unlockApply(target);
 		return rc;
 	}
-	if (accPath() != AccPath::Ring && (reinterpret_cast<uintptr_t>(view.base) & (eb - 1)) == 0) {
+	if (accFast_[target] && (reinterpret_cast<uintptr_t>(view.base) & (eb - 1)) == 0) {
 		if (accIssued_[target] != accApplied_[target] && !orderingNone_)
 			RMA_TRY(completeAccumulates(call, target));
 		librma::compareAndSwap(elem, view.base, compare, origin, result);

@@ -93,6 +93,12 @@ int WindowHints::parse(const char *call, const Info *info)
 					 call, v->c_str());
 		accumulateGranularity = g;
 	}
+	if (const std::string *v = info->get("rma_accumulate_path")) {
+		if (*v != "auto" && *v != "ring")
+			return makeError(RMA_ERR_INFO_VALUE, "%s: rma_accumulate_path must be \"auto\" or \"ring\", not \"%s\"",
+					 call, v->c_str());
+		accumulateRing = *v == "ring";
+	}
 	if (const std::string *v = info->get("rma_huge_pages")) {
 		auto h = parseHugePages(*v);
 		if (!h)
@@ -125,7 +131,7 @@ struct Record {
 	int32_t hugePages;
 	int32_t hasControl;  /* the control fd follows the memory fd */
 	int32_t numaNode;
-	int32_t pad;
+	int32_t accumulateRing; /* rma_accumulate_path=ring here */
 };
 
 const char *flavorCall(Flavor flavor)
@@ -157,6 +163,7 @@ int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const
 	 * in the exchange with a failure status, so no peer is left waiting.
 	 */
 	const char *call = flavorCall(flavor);
+	win->hints_.accumulateRing = accumulateRingByDefault();
 	int status = win->hints_.parse(call, info);
 	if (status == RMA_SUCCESS && size < 0)
 		status = makeError(RMA_ERR_SIZE, "%s: size %lld is negative", call, static_cast<long long>(size));
@@ -241,6 +248,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	mine.size = size;
 	mine.pid = getpid();
 	mine.numaNode = -1;
+	mine.accumulateRing = hints_.accumulateRing;
 	std::vector<int> fds;
 	if (status == RMA_SUCCESS) {
 		switch (flavor_) {
@@ -418,6 +426,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	pscwRow_ = pscwRowBytes(static_cast<uint32_t>(n)) / sizeof(uint32_t);
 	if (flavor_ == Flavor::Dynamic)
 		attach_ = reinterpret_cast<AttachTable *>(control_.data() + layout.attach);
+	/* One member asking for ring-only accumulates makes the window ring-only (a collective choice). */
+	for (int r = 0; r < n; ++r)
+		hints_.accumulateRing = hints_.accumulateRing || all[r].accumulateRing;
 	std::vector<uint8_t> locked(n);
 	for (int r = 0; r < n; ++r)
 		locked[r] = flavor_ == Flavor::Dynamic || all[r].reach == static_cast<int32_t>(Reach::Process);
@@ -509,6 +520,7 @@ void Window::reportInfo(Info &out) const
 	out.set("accumulate_ordering", hints_.accumulateOrdering);
 	out.set("accumulate_ops", hints_.accumulateOps);
 	out.set("mpi_accumulate_granularity", std::to_string(hints_.accumulateGranularity));
+	out.set("rma_accumulate_path", hints_.accumulateRing ? "ring" : "auto");
 	out.set("same_size", b(hints_.sameSize));
 	out.set("same_disp_unit", b(hints_.sameDispUnit));
 	out.set("alloc_shared_noncontig", b(hints_.allocSharedNoncontig));
@@ -532,7 +544,10 @@ int Window::setInfo(const Info *info)
 	next.hugePages = hints_.hugePages;
 	next.placement = hints_.placement;
 	next.allocSharedNoncontig = hints_.allocSharedNoncontig;
+	/* How accumulates are applied was agreed by every member at creation. */
+	next.accumulateRing = hints_.accumulateRing;
 	hints_ = next;
+	orderingNone_ = hints_.accumulateOrdering == "none";
 	return RMA_SUCCESS;
 }
 

@@ -67,6 +67,13 @@ struct WindowHints {
 	std::string accumulateOrdering = "rar,raw,war,waw";
 	std::string accumulateOps = "same_op_no_op";
 	long long accumulateGranularity = 0;
+	/*
+	 * rma_accumulate_path=ring: every accumulate goes through the ring and
+	 * is applied with plain loads and stores (fast for arrays); "auto"
+	 * (default, or RMA_ACC_PATH): small ops by origin atomics, and the
+	 * ring applies hardware-typed elements atomically to compose with them.
+	 */
+	bool accumulateRing = false;
 	bool sameSize = false;
 	bool sameDispUnit = false;
 	bool allocSharedNoncontig = false;
@@ -417,6 +424,9 @@ private:
 	int flavorAttr_ = 0;
 	int modelAttr_ = RMA_WIN_UNIFIED;
 };
+
+/* RMA_ACC_PATH=ring in the environment: windows default to rma_accumulate_path=ring. */
+bool accumulateRingByDefault();
 
 inline HandleTable<Window, HandleKind::Win> &windowTable()
 {
