@@ -328,7 +328,9 @@ int Window::drainRing(int t)
 {
 	AccTargetLine &line = accLines_[t];
 	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
-	/* Relaxed: a cheap look before the CAS; the CAS decides. */
+	/* Relaxed: cheap looks before the CAS (nothing claimed, or someone draining); the CAS decides. */
+	if (!rings_[t].pending())
+		return 0;
 	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
 	if (holder != 0)
 		return 0;
@@ -383,14 +385,15 @@ void Window::collectFetches(int t, uint64_t done)
 			continue;
 		}
 		const std::byte *reply = accReplies_ + static_cast<size_t>(rank()) * kAccReplyBytes + f.replyOffset;
-		FetchDest &d = *f.dest;
-		if (d.packed.empty())
-			std::memcpy(static_cast<std::byte *>(d.result) + f.streamOffset, reply, f.bytes);
-		else
+		if (!f.dest) {
+			std::memcpy(f.direct + f.streamOffset, reply, f.bytes);
+		} else {
+			FetchDest &d = *f.dest;
 			std::memcpy(d.packed.data() + f.streamOffset, reply, f.bytes);
-		if (--d.chunksLeft == 0 && !d.packed.empty())
-			copyTyped(static_cast<std::byte *>(d.result), *d.type, d.count, d.packed.data(), byteType(),
-				  static_cast<rma_count>(d.packed.size()), static_cast<rma_count>(d.packed.size()));
+			if (--d.chunksLeft == 0)
+				copyTyped(static_cast<std::byte *>(d.result), *d.type, d.count, d.packed.data(), byteType(),
+					  static_cast<rma_count>(d.packed.size()), static_cast<rma_count>(d.packed.size()));
+		}
 		fetches_[i] = std::move(fetches_.back());
 		fetches_.pop_back();
 	}
@@ -618,16 +621,16 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 			data = packed.data();
 		}
 	}
+	/* Contiguous results are written in place; others are unpacked once every chunk is in. */
 	std::shared_ptr<FetchDest> dest;
-	if (fetch) {
+	if (fetch && !rd->isContiguous()) {
 		dest = std::make_shared<FetchDest>();
 		dest->result = a.result;
 		dest->count = a.rcount;
 		dest->type = shareDatatype(a.rtype);
 		if (!dest->type) /* predefined: lives for ever */
 			dest->type = std::shared_ptr<Datatype>(std::shared_ptr<Datatype>(), const_cast<Datatype *>(rd));
-		if (!rd->isContiguous())
-			dest->packed.resize(static_cast<size_t>(bytes));
+		dest->packed.resize(static_cast<size_t>(bytes));
 	}
 
 	AccRecord h{};
@@ -646,8 +649,10 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 			RMA_TRY(reserveReply(call, len, *reinterpret_cast<size_t *>(&h.replyOffset)));
 		RMA_TRY(queueRecord(call, t, kRecordAccumulate, h, runs, data ? data + off : nullptr, data ? len : 0));
 		if (fetch) {
-			++dest->chunksLeft;
-			fetches_.push_back(PendingFetch{ t, accIssued_[t], static_cast<size_t>(h.replyOffset), len, off, dest });
+			if (dest)
+				++dest->chunksLeft;
+			fetches_.push_back(PendingFetch{ t, accIssued_[t], static_cast<size_t>(h.replyOffset), len, off,
+							 static_cast<std::byte *>(a.result), dest });
 		}
 	}
 	if (a.queuedSeq)
@@ -763,11 +768,8 @@ int Window::compareAndSwap(const char *call, const void *origin, const void *com
 	h.elem = elem;
 	h.fetch = 1;
 	RMA_TRY(queueRecord(call, target, kRecordCompareAndSwap, h, nullptr, data, 2 * eb));
-	auto dest = std::make_shared<FetchDest>();
-	dest->result = result;
-	dest->count = 1;
-	dest->chunksLeft = 1;
-	fetches_.push_back(PendingFetch{ target, accIssued_[target], replyOffset, eb, 0, dest });
+	fetches_.push_back(PendingFetch{ target, accIssued_[target], replyOffset, eb, 0, static_cast<std::byte *>(result),
+					 nullptr });
 	if (queuedSeq)
 		*queuedSeq = accIssued_[target];
 	ringDoorbell(target);

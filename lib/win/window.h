@@ -378,7 +378,8 @@ private:
 		size_t replyOffset;
 		size_t bytes;
 		size_t streamOffset;
-		std::shared_ptr<FetchDest> dest;
+		std::byte *direct;              /* contiguous result buffer (no dest) */
+		std::shared_ptr<FetchDest> dest; /* non-contiguous result type */
 	};
 	std::vector<PendingFetch> fetches_;
 	size_t replyUsed_ = 0;
