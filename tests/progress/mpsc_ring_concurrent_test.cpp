@@ -3,8 +3,12 @@
  * MpscRing under concurrency: producers in real processes (and threads)
  * write stamped records (producer id, sequence number, checksum) through a
  * small ring, so that it wraps and pushes back; the consumer checks that
- * every producer's records arrive once, intact and in order. And a producer
- * killed between claim and publish must not wedge the ring.
+ * every producer's records arrive once, intact and in order. The consumer
+ * poisons every record it has read, and a producer checks that the room it
+ * claims holds only the poison (or the zeroes of a fresh ring): bytes of a
+ * record not yet consumed there mean a slot or staging run was handed out
+ * twice. And a producer killed between claim and publish must not wedge
+ * the ring.
  */
 #include "progress/mpsc_ring.h"
 
@@ -90,7 +94,13 @@ uint64_t checksum(const std::byte *body, std::size_t n)
 	return sum;
 }
 
-/* Write @count stamped records as @producer; false on an unexpected status. */
+/* What the consumer leaves in every byte it has read. */
+constexpr std::byte kFreed{ 0xa5 };
+
+/*
+ * Write @count stamped records as @producer; false on an unexpected status
+ * or when claimed room still held a record's bytes (neither poison nor zero).
+ */
 bool produce(MpscRing &ring, uint32_t producer, uint32_t count)
 {
 	std::byte buffer[2048];
@@ -99,8 +109,21 @@ bool produce(MpscRing &ring, uint32_t producer, uint32_t count)
 		Stamp stamp{ producer, seq, 0 };
 		stamp.checksum = fillAndSum(buffer + sizeof(Stamp), length - sizeof(Stamp), producer, seq);
 		std::memcpy(buffer, &stamp, sizeof(stamp));
-		if (ring.write(producer, seq % 5, { buffer, length }) != MpscStatus::Ok)
+		MpscClaim claim;
+		MpscStatus status;
+		for (SpinWait wait; (status = ring.tryClaim(producer, seq % 5, length, &claim)) == MpscStatus::Again;)
+			wait.once();
+		if (status != MpscStatus::Ok)
 			return false;
+		for (std::byte b : claim.payload) {
+			if (b != kFreed && b != std::byte{ 0 }) {
+				ADD_FAILURE() << "producer " << producer << " seq " << seq
+					      << ": claimed room still holds another record's bytes";
+				return false;
+			}
+		}
+		std::memcpy(claim.payload.data(), buffer, length);
+		ring.commit(claim);
 	}
 	return true;
 }
@@ -132,6 +155,8 @@ void consume(MpscRing &ring, uint32_t producers, uint32_t count, std::chrono::se
 		}
 		next[r.producer] = stamp.sequence + 1;
 		total++;
+		/* The record is ours until read() returns: poison it for the ownership check in produce(). */
+		std::memset(const_cast<std::byte *>(r.payload.data()), static_cast<int>(kFreed), r.payload.size());
 	};
 	while (total < uint64_t(producers) * count && Clock::now() < deadline) {
 		SpinWait idle;
@@ -284,6 +309,7 @@ TEST(MpscRingDeadProducerTest, SkipsSlotOfKilledClaimer)
 				bad++;
 			next[r.producer] = stamp.sequence + 1;
 			total++;
+			std::memset(const_cast<std::byte *>(r.payload.data()), static_cast<int>(kFreed), r.payload.size());
 		}, 64);
 		if (ring->deadProducerSlots() > 0 && recoveredAt == Clock::time_point::max())
 			recoveredAt = Clock::now();
