@@ -186,6 +186,7 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	accDoneRow_ = layout.accDoneRow;
 	accReplies_ = control + layout.accReplies;
 	accLocked_ = locked;
+	plainApply_ = hints_.accumulateRing;
 	accFast_.assign(n, 0);
 	for (uint32_t t = 0; t < n; ++t)
 		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && !hints_.accumulateRing;
@@ -273,7 +274,7 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	std::byte *base = targets_[t].base + h.targetOffset;
 	const Op op = static_cast<Op>(h.op);
 	/* Ring-only windows: no origin atomics can race with us, so plain stores (vectorized) do. */
-	const bool plain = hints_.accumulateRing;
+	const bool plain = plainApply_;
 
 	if (record.type == kRecordCompareAndSwap) {
 		const uint32_t eb = elemBytes(h.elem);

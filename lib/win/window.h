@@ -363,6 +363,8 @@ private:
 	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
+	/* Ring-only window: consumers apply plainly. Fixed at creation (agent threads read it). */
+	bool plainApply_ = false;
 	bool serving_ = false;                 /* a source of localAgent() */
 	/* Where fetched values go once applied. */
 	struct FetchDest {
