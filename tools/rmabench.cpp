@@ -84,6 +84,7 @@ void usage(FILE *out)
 		     "  -n N                 ranks (default 2)\n"
 		     "  --bind core|none     pinning (default core)\n"
 		     "  --backend B          librma (default) | mpi (first MPI built) | mpich | openmpi\n"
+		     "  --stat S             compare: mean (default, as OSU) | median | min of each row\n"
 		     "  --mpi LIST           compare: which MPIs (default every one built");
 	for (const auto &m : builtMpis())
 		std::fprintf(out, " %s", m.c_str());
@@ -396,6 +397,12 @@ int main(int argc, char **argv)
 				lo.backend.clear();
 			if (!lo.backend.empty() && lo.backend != "mpi" && lo.backend != "mpich" && lo.backend != "openmpi") {
 				std::fprintf(stderr, "rmabench: --backend must be librma, mpi, mpich or openmpi\n");
+				return kUsage;
+			}
+		} else if (a == "--stat" && isCompare) {
+			value(lo.stat);
+			if (lo.stat != "mean" && lo.stat != "median" && lo.stat != "min") {
+				std::fprintf(stderr, "rmabench: --stat must be mean, median or min\n");
 				return kUsage;
 			}
 		} else if (a == "--mpi") {

@@ -56,6 +56,7 @@ struct WinReport {
 	std::string placement;
 	std::string hugePages;
 	std::string memory;
+	std::string progress;
 };
 
 namespace be {

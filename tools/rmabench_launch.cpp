@@ -254,6 +254,12 @@ int compare(const LaunchOptions &lo)
 
 	const Run &base = runs[0];
 	const bool higher = higherIsBetter(base.unit);
+	auto value = [&](const Run &r, size_t k) {
+		if (k >= r.rows.size())
+			return 0.0;
+		const Row &row = r.rows[k];
+		return lo.stat == "median" ? row.median : lo.stat == "min" ? row.min : row.mean;
+	};
 	if (lo.format == "json") {
 		/* JSON lines: one run per line, librma first (what rmabench plot reads). */
 		for (const Run &r : runs)
@@ -264,10 +270,10 @@ int compare(const LaunchOptions &lo)
 			std::printf(",%s,librma_over_%s", runs[i].backend.c_str(), runs[i].backend.c_str());
 		std::printf(",unit\n");
 		for (size_t k = 0; k < base.rows.size(); ++k) {
-			std::printf("%ld,%.4f", base.rows[k].size, base.rows[k].mean);
+			std::printf("%ld,%.4f", base.rows[k].size, value(base, k));
 			for (size_t i = 1; i < runs.size(); ++i) {
-				double m = k < runs[i].rows.size() ? runs[i].rows[k].mean : 0;
-				std::printf(",%.4f,%.6g", m, m > 0 ? base.rows[k].mean / m : 0.0);
+				double m = value(runs[i], k);
+				std::printf(",%.4f,%.6g", m, m > 0 ? value(base, k) / m : 0.0);
 			}
 			std::printf(",%s\n", base.unit.c_str());
 		}
@@ -282,16 +288,17 @@ int compare(const LaunchOptions &lo)
 		for (size_t i = 1; i < runs.size(); ++i)
 			std::printf("# %s: %s; binding: %s\n", label(runs[i].backend).c_str(), runs[i].get("library").c_str(),
 				    runs[i].get("binding").c_str());
-		std::printf("# mean %s; librma/MPI %s 1 means librma is faster\n", base.unit.c_str(), higher ? ">" : "<");
+		std::printf("# %s %s (%s); librma/MPI %s 1 means librma is faster\n", lo.stat.c_str(), base.unit.c_str(),
+			    lo.stat == "mean" ? "as OSU" : "of the block times", higher ? ">" : "<");
 		std::printf("%-10s %12s", "# Size", "librma");
 		for (size_t i = 1; i < runs.size(); ++i)
 			std::printf(" %12s %14s", label(runs[i].backend).c_str(), ("librma/" + runs[i].backend).c_str());
 		std::printf("\n");
 		for (size_t k = 0; k < base.rows.size(); ++k) {
-			std::printf("%-10ld %12.3f", base.rows[k].size, base.rows[k].mean);
+			std::printf("%-10ld %12.3f", base.rows[k].size, value(base, k));
 			for (size_t i = 1; i < runs.size(); ++i) {
-				double m = k < runs[i].rows.size() ? runs[i].rows[k].mean : 0;
-				std::printf(" %12.3f %14.4g", m, m > 0 ? base.rows[k].mean / m : 0.0);
+				double m = value(runs[i], k);
+				std::printf(" %12.3f %14.4g", m, m > 0 ? value(base, k) / m : 0.0);
 			}
 			std::printf("\n");
 		}

@@ -27,6 +27,7 @@ struct LaunchOptions {
 	std::vector<std::string> mpis; /* compare: which MPIs ("" = every one built) */
 	std::string format = "table";
 	std::string plot;
+	std::string stat = "mean"; /* compare: mean | median | min of each row */
 	std::string flavor = "allocate"; /* the test's window flavor (Open MPI's osc choice) */
 	/* The test and its options, passed on to each job unchanged. */
 	std::vector<std::string> args;

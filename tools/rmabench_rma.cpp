@@ -75,8 +75,9 @@ std::string library()
 
 std::string progress()
 {
+	/* report() prefers the window's rma_progress info key when librma sets one. */
 	const char *v = std::getenv("RMA_PROGRESS");
-	return v && *v ? v : "default (RMA_PROGRESS unset)";
+	return v && *v ? std::string(v) + " (RMA_PROGRESS)" : "librma's default (RMA_PROGRESS unset)";
 }
 
 void init(int *argc, char ***argv, const std::string &progress)
@@ -281,6 +282,7 @@ WinReport report(const Window &w)
 	r.placement = infoValue(used, "rma_placement");
 	r.hugePages = infoValue(used, "rma_huge_pages");
 	r.memory = infoValue(used, "rma_memory");
+	r.progress = infoValue(used, "rma_progress");
 	check(rma_info_free(&used), "rma_info_free");
 	return r;
 }

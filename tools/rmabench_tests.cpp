@@ -1164,7 +1164,7 @@ void Bench::header(const std::vector<RankFacts> &facts, const WinReport &rep)
 	m.push_back({ "numa_node", facts[t].node >= 0 ? std::to_string(facts[t].node) : "?" });
 	m.push_back({ "placement", !rep.placement.empty() ? rep.placement : "the library's (first touch)" });
 	m.push_back({ "huge_pages", !rep.hugePages.empty() ? rep.hugePages : "the library's" });
-	m.push_back({ "progress", be::progress() });
+	m.push_back({ "progress", !rep.progress.empty() ? rep.progress : be::progress() });
 	std::string tgt = !passive_ ? "takes part in every synchronization"
 			  : o_.busyTarget ? "computes, never calling the library (truly passive)"
 					  : "idle in a barrier";

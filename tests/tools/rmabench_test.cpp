@@ -321,7 +321,7 @@ TEST(RmabenchTest, HeaderReportsWhatWasUsed)
 					  "local", "--format", "json" },
 					kShort));
 	ASSERT_EQ(r.status, 0) << r.err;
-	EXPECT_NE(r.out.find("\"progress\":\"none\""), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("\"progress\":\"none"), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("\"huge_pages\":\"off\""), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("\"placement\":\"local\""), std::string::npos) << r.out;
 	EXPECT_NE(r.out.find("\"page_size\":\"4096\""), std::string::npos) << r.out;
