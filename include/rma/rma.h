@@ -836,6 +836,11 @@ RMA_API int rma_free_mem(void *base);
 /*    room) | "require" (fail with RMA_ERR_NO_MEM otherwise) | "off";       */
 /*  - rma_placement  = "local" (default: the NUMA node of the owning rank)  */
 /*    | "interleave" | "node:N" | "none";                                   */
+/*  - rma_accumulate_path = "auto" (default: small ops by origin atomics,   */
+/*    the rest through the target's ring) | "ring" (every accumulate        */
+/*    through the ring, applied with plain vectorized stores: faster for   */
+/*    arrays, slower for single elements); one member asking for "ring"     */
+/*    makes the whole window ring-only;                                     */
 /* and reported only: rma_page_size (bytes of the pages backing this rank's */
 /* memory, "0" for size 0), rma_numa_node (node it is bound to, "-1" for    */
 /* none or interleaved), rma_memory ("segment", "alloc_mem" or "process":   */
