@@ -51,8 +51,24 @@ ProgressAgent::~ProgressAgent()
 	stop();
 }
 
+bool ProgressAgent::running() const
+{
+	return running_ && owner_ == getpid();
+}
+
+void ProgressAgent::forgetForkedThread()
+{
+	if (!running_ || owner_ == getpid())
+		return;
+	running_ = false;
+	/* Relaxed: no thread steps this copy of the agent yet. */
+	uint64_t pass = pass_.load(std::memory_order_relaxed);
+	pass_.store(pass + (pass & 1), std::memory_order_relaxed);
+}
+
 int ProgressAgent::setDoorbell(Doorbell *doorbell)
 {
+	forgetForkedThread();
 	if (running_)
 		return makeError(RMA_ERR_OTHER, "progress agent: the doorbell cannot change while the thread runs");
 	doorbell_ = doorbell ? doorbell : &ownDoorbell_;
@@ -61,6 +77,7 @@ int ProgressAgent::setDoorbell(Doorbell *doorbell)
 
 int ProgressAgent::setIdleStrategy(const IdleStrategy &idle)
 {
+	forgetForkedThread();
 	if (running_)
 		return makeError(RMA_ERR_OTHER, "progress agent: the idle strategy cannot change while the thread runs");
 	idle_ = idle;
@@ -78,6 +95,7 @@ int ProgressAgent::addSource(const ProgressSource &source)
 		for (const ProgressSource &s : current_->items)
 			if (s.ctx == source.ctx)
 				return makeError(RMA_ERR_ARG, "progress agent: context %p is already served", source.ctx);
+		forgetForkedThread();
 		auto next = std::make_unique<SourceList>(*current_);
 		next->items.push_back(source);
 		publish(std::move(next));
@@ -95,6 +113,7 @@ int ProgressAgent::removeSource(void *ctx)
 	for (const ProgressSource &s : current_->items)
 		if (s.ctx != ctx)
 			next->items.push_back(s);
+	forgetForkedThread();
 	if (next->items.size() == current_->items.size())
 		return makeError(RMA_ERR_ARG, "progress agent: no source has context %p", ctx);
 	publish(std::move(next));
@@ -183,7 +202,8 @@ bool ProgressAgent::hasPending() noexcept
 
 int ProgressAgent::start(int core)
 {
-	if (running_ && owner_ == getpid())
+	forgetForkedThread();
+	if (running_)
 		return makeError(RMA_ERR_OTHER, "progress agent: the thread already runs");
 	if (core > kMaxCore)
 		return makeError(RMA_ERR_ARG, "progress agent: CPU %d is out of range", core);
@@ -234,13 +254,9 @@ int ProgressAgent::start(int core)
 
 void ProgressAgent::stop()
 {
+	forgetForkedThread();
 	if (!running_)
 		return;
-	if (owner_ != getpid()) {
-		/* A forked child: the thread stayed in the parent. */
-		running_ = false;
-		return;
-	}
 	/* Relaxed: ring()'s F2 orders it before the state load; park()'s F1 before the re-check. */
 	stop_.store(true, std::memory_order_relaxed);
 	wake();
@@ -325,7 +341,7 @@ ProgressStats ProgressAgent::stats() const
 
 uint64_t ProgressAgent::cpuTimeNs() const
 {
-	if (running_ && owner_ == getpid())
+	if (running())
 		return clockNs(cpuClock_);
 	return finalCpuNs_.load(std::memory_order_relaxed);
 }

@@ -53,6 +53,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -165,11 +166,14 @@ public:
 	/*
 	 * Stop the thread and join it (after its pass under way). No-op if it
 	 * does not run. In a child forked while it ran, just forgets it: the
-	 * thread is not there. Control path, never from a source's poll.
+	 * thread is not there (every control call does the same, so a forked
+	 * child may use the agent afresh). Control path, never from a
+	 * source's poll.
 	 */
 	void stop();
 
-	bool running() const { return running_; }
+	/* Whether the thread runs (in this process: not in a child forked while it ran). */
+	bool running() const;
 	/* The CPU the thread was pinned to, -1 if none. */
 	int core() const { return core_; }
 
@@ -199,6 +203,11 @@ private:
 	void publish(std::unique_ptr<SourceList> next);
 	/* Wait until no pass that may have loaded the previous list is running. */
 	void quiesce();
+	/*
+	 * In a child forked while the thread ran: forget the thread (it stayed
+	 * in the parent) and the pass it may have been inside. Control path.
+	 */
+	void forgetForkedThread();
 	void count(std::atomic<uint64_t> &counter, uint64_t n = 1) noexcept
 	{
 		/* Relaxed, load + store: only the stepping thread writes the counters. */

@@ -390,6 +390,39 @@ TEST(ProgressAgentThreadTest, ARingFromAnotherProcessWakesTheAgent)
 	munmap(mem, sizeof(Shared));
 }
 
+TEST(ProgressAgentThreadTest, AChildForkedWhileItRunsUsesTheAgentAfresh)
+{
+	/* Spinning, so the fork likely lands inside a pass. */
+	IdleStrategy busy;
+	busy.spinNs = busy.idleNs = 3600ull * 1000000000ull;
+	ProgressAgent agent(nullptr, busy);
+	FakeSource a;
+	ASSERT_EQ(agent.addSource(a.source()), RMA_SUCCESS);
+	ASSERT_EQ(agent.start(-1), RMA_SUCCESS);
+	for (int round = 0; round < 20; ++round) {
+		pid_t child = fork();
+		ASSERT_GE(child, 0);
+		if (child == 0) {
+			alarm(10); /* a removeSource() waiting for the parent's pass would hang */
+			int bad = 0;
+			bad |= agent.running();
+			bad |= (agent.removeSource(&a) != RMA_SUCCESS) << 1;
+			bad |= (agent.addSource(a.source()) != RMA_SUCCESS) << 2;
+			a.post();
+			bad |= (agent.start(-1) != RMA_SUCCESS) << 3;
+			bad |= !waitFor([&] { return a.consumedNow() == a.published.load(); }, 5s) << 4;
+			agent.stop();
+			_exit(bad);
+		}
+		int status = 0;
+		ASSERT_EQ(waitpid(child, &status, 0), child);
+		ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed: status " << status;
+		EXPECT_EQ(WEXITSTATUS(status), 0) << "failed checks (bit mask)";
+	}
+	EXPECT_TRUE(agent.running());
+	agent.stop();
+}
+
 /* ---- Sources under a running thread -------------------------------------------- */
 
 TEST(ProgressAgentConcurrentTest, RemovedSourceIsNeverPolledAfterRemoveReturns)
