@@ -411,7 +411,7 @@ private:
 	void header(const std::vector<RankFacts> &facts, const WinReport &rep);
 
 	/* One timed step and its pieces */
-	void issue(const Layout &l, int target, long s, int k);
+	void issue(const Layout &l, int target, int k);
 	template<typename Fn>
 	void step(Fn &&fn);
 	void openEpoch();
@@ -425,6 +425,7 @@ private:
 	void compare(const std::byte *got, const std::byte *want, const Layout &l, long s, const char *what);
 	void compareBytes(const std::byte *got, const std::byte *want, size_t n, size_t at, long s, const char *what);
 	[[noreturn]] void verifyFailed(const std::string &msg);
+	void maybeCorrupt(std::byte *result);
 
 	/* Tests */
 	template<typename Fn>
@@ -433,6 +434,7 @@ private:
 	void sizelessTest();
 	double rawBarrierMicros(long iters);
 	void finishPassive();
+	void contentionSummary(const PageBuffer &expect);
 
 	long itersFor(long size, long small, long large) const;
 	long skipFor(long iters) const { return o_.skip >= 0 ? o_.skip : std::max<long>(iters / 10, 1); }
@@ -459,7 +461,8 @@ private:
 	uint64_t casWins_ = 0;	 /* contention cas: successful swaps */
 	double lastFetched_ = -1; /* contention: the previous fetched value */
 	bool corrupt_ = false;
-	std::vector<double> gathered_; /* contention: this origin's block means, per size */
+	std::vector<double> gathered_;	 /* contention: this origin's block means, per size */
+	std::vector<size_t> blockCounts_; /* contention: blocks per size (the same on every rank) */
 };
 
 long Bench::opsPerStep() const
@@ -551,13 +554,12 @@ void Bench::closeEpoch()
 		be::unlockAll(win_.win);
 }
 
-/* Operation @k of step @s at @target. */
-void Bench::issue(const Layout &l, int target, long s, int k)
+/* Operation @k of a step at @target (fetching ops under --verify keep one result slot per op). */
+void Bench::issue(const Layout &l, int target, int k)
 {
 	size_t at = o_.test == Test::Contention && !atomicOp() ? static_cast<size_t>(rank_ - 1) * region() : 0;
 	Disp disp = dispAt(target, at);
 	Handle w = win_.win;
-	(void)s;
 	switch (o_.op) {
 	case Operation::Put:
 		be::put(originBuf_.data(), l.count, l.type, target, disp, l.count, l.type, w);
@@ -649,6 +651,17 @@ void Bench::verifyFailed(const std::string &msg)
 	be::abort(kVerifyFailed);
 }
 
+/* The test-only hook: with RMA_BENCH_CORRUPT=1, flip a byte of the first result checked. */
+void Bench::maybeCorrupt(std::byte *result)
+{
+	if (corrupt_)
+		return;
+	if (const char *c = std::getenv("RMA_BENCH_CORRUPT"); c && std::strcmp(c, "1") == 0) {
+		corrupt_ = true;
+		result[0] ^= std::byte{ 0x5a };
+	}
+}
+
 void Bench::compareBytes(const std::byte *got, const std::byte *want, size_t n, size_t at, long s, const char *what)
 {
 	if (std::memcmp(got, want, n) == 0)
@@ -712,14 +725,7 @@ void Bench::verifyStep(const Layout &l, long s)
 	if (!o_.verify)
 		return;
 	const long ops = opsPerStep();
-	auto hook = [&](std::byte *p) {
-		if (corrupt_)
-			return;
-		if (const char *c = std::getenv("RMA_BENCH_CORRUPT"); c && std::strcmp(c, "1") == 0) {
-			corrupt_ = true;
-			p[0] ^= std::byte{ 0x5a };
-		}
-	};
+	auto hook = [&](std::byte *p) { maybeCorrupt(p); };
 	const bool contention = o_.test == Test::Contention;
 	size_t at = contention && !atomicOp() ? static_cast<size_t>(rank_ - 1) * region() : 0;
 
@@ -900,7 +906,7 @@ int Bench::sizeSweep()
 			prepareStep(l, s);
 			step([&] {
 				for (long k = 0; k < ops; ++k)
-					issue(l, peer_, s, static_cast<int>(k));
+					issue(l, peer_, static_cast<int>(k));
 			});
 			verifyStep(l, s);
 		};
@@ -924,7 +930,7 @@ int Bench::sizeSweep()
 		if (o_.test == Test::Contention) {
 			if (origin_)
 				gathered_.insert(gathered_.end(), blocks.begin(), blocks.end());
-			row.iterations = iters;
+			blockCounts_.push_back(static_cast<size_t>((iters + block - 1) / block));
 			run_.rows.push_back(row);
 			continue;
 		}
@@ -959,73 +965,78 @@ int Bench::sizeSweep()
 	}
 	finishPassive();
 
-	if (o_.test == Test::Contention) {
-		/* Every origin ran the same block counts: gather them all at rank 0 (allgather: n is small). */
-		size_t per = 0;
-		{
-			std::vector<uint64_t> mine{ gathered_.size() }, all(size_);
-			be::allgather(mine.data(), sizeof(uint64_t), all.data());
-			per = *std::max_element(all.begin(), all.end());
-		}
-		gathered_.resize(per, 0.0);
-		std::vector<double> all(per * size_);
-		be::allgather(gathered_.data(), per * sizeof(double), all.data());
-		uint64_t wins = casWins_;
-		std::vector<uint64_t> allWins(size_);
-		be::allgather(&wins, sizeof(wins), allWins.data());
-		if (rank_ == 0) {
-			size_t at = 0;
-			for (Row &row : run_.rows) {
-				size_t nb = 0;
-				long b = std::min<long>(passive_ ? 1000 : 100, std::max<long>(row.iterations / 10, 1));
-				nb = static_cast<size_t>((row.iterations + b - 1) / b);
-				std::vector<double> pooled;
-				double rate = 0;
-				for (int r : origins_) {
-					double m = 0;
-					for (size_t i = 0; i < nb; ++i) {
-						double v = all[static_cast<size_t>(r) * per + at + i];
-						pooled.push_back(v);
-						m += v;
-					}
-					m /= static_cast<double>(nb);
-					rate += 1.0 / m;
-				}
-				at += nb;
+	if (o_.test == Test::Contention)
+		contentionSummary(expect);
+	return 0;
+}
+
+/*
+ * Contention rows at rank 0: every origin's block means pooled, and the
+ * aggregate rate (the sum of each origin's ops/s). Under --verify the
+ * target's memory must hold every origin's every op (@expect).
+ */
+void Bench::contentionSummary(const PageBuffer &expect)
+{
+	/* Every origin ran the same block counts: gather them all (allgather: n is small). */
+	size_t per = 0;
+	{
+		std::vector<uint64_t> mine{ gathered_.size() }, all(size_);
+		be::allgather(mine.data(), sizeof(uint64_t), all.data());
+		per = *std::max_element(all.begin(), all.end());
+	}
+	gathered_.resize(per, 0.0);
+	std::vector<double> all(per * size_);
+	be::allgather(gathered_.data(), per * sizeof(double), all.data());
+	uint64_t wins = casWins_;
+	std::vector<uint64_t> allWins(size_);
+	be::allgather(&wins, sizeof(wins), allWins.data());
+	if (rank_ == 0) {
+		size_t at = 0;
+		for (Row &row : run_.rows) {
+			const size_t nb = blockCounts_[static_cast<size_t>(&row - run_.rows.data())];
+			std::vector<double> pooled;
+			double rate = 0;
+			for (int r : origins_) {
 				double m = 0;
-				for (double v : pooled)
+				for (size_t i = 0; i < nb; ++i) {
+					double v = all[static_cast<size_t>(r) * per + at + i];
+					pooled.push_back(v);
 					m += v;
-				row.mean = m / static_cast<double>(pooled.size()) * 1e6;
-				summarize(pooled, row, 1e6);
-				row.extra = rate / 1e6;
-			}
-			if (o_.verify && atomicOp()) {
-				/* The total at the target: every op of every origin counted once. */
-				PageBuffer now(win_.bytes);
-				Layout full;
-				makeLayout(full, Shape::Contiguous, Elem::Byte, win_.bytes);
-				be::lock(true, 0, win_.win);
-				be::get(now.data(), full.count, full.type, 0, dispAt(0, 0), full.count, full.type, win_.win);
-				be::unlock(0, win_.win);
-				if (o_.op == Operation::Cas) {
-					uint64_t total = 0;
-					for (uint64_t w : allWins)
-						total += w;
-					withType(elem_, [&](auto zero) {
-						using T = decltype(zero);
-						T t = static_cast<T>(total);
-						std::memcpy(expect.data(), &t, sizeof(T));
-					});
 				}
-				if (const char *c = std::getenv("RMA_BENCH_CORRUPT"); c && std::strcmp(c, "1") == 0) {
-					corrupt_ = true;
-					now.data()[0] ^= std::byte{ 0x5a };
-				}
-				compareBytes(now.data(), expect.data(), win_.bytes, 0, steps_, "total at the target");
+				m /= static_cast<double>(nb);
+				rate += 1.0 / m;
 			}
+			at += nb;
+			double m = 0;
+			for (double v : pooled)
+				m += v;
+			row.mean = m / static_cast<double>(pooled.size()) * 1e6;
+			summarize(pooled, row, 1e6);
+			row.extra = rate / 1e6;
+		}
+		if (o_.verify && atomicOp()) {
+			/* The total at the target: every op of every origin counted once. */
+			PageBuffer now(win_.bytes), want(win_.bytes);
+			std::memcpy(want.data(), expect.data(), win_.bytes);
+			Layout full;
+			makeLayout(full, Shape::Contiguous, Elem::Byte, win_.bytes);
+			be::lock(true, 0, win_.win);
+			be::get(now.data(), full.count, full.type, 0, dispAt(0, 0), full.count, full.type, win_.win);
+			be::unlock(0, win_.win);
+			if (o_.op == Operation::Cas) {
+				uint64_t total = 0;
+				for (uint64_t w : allWins)
+					total += w;
+				withType(elem_, [&](auto zero) {
+					using T = decltype(zero);
+					T t = static_cast<T>(total);
+					std::memcpy(want.data(), &t, sizeof(T));
+				});
+			}
+			maybeCorrupt(now.data());
+			compareBytes(now.data(), want.data(), win_.bytes, 0, steps_, "total at the target after");
 		}
 	}
-	return 0;
 }
 
 /*
