@@ -37,6 +37,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+#ifdef __SANITIZE_THREAD__
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
 template<typename Pred>
 bool waitFor(Pred &&pred, Clock::duration timeout)
 {
@@ -409,9 +415,14 @@ TEST(ProgressAgentThreadTest, AChildForkedWhileItRunsUsesTheAgentAfresh)
 			bad |= (agent.removeSource(&a) != RMA_SUCCESS) << 1;
 			bad |= (agent.addSource(a.source()) != RMA_SUCCESS) << 2;
 			a.post();
-			bad |= (agent.start(-1) != RMA_SUCCESS) << 3;
-			bad |= !waitFor([&] { return a.consumedNow() == a.published.load(); }, 5s) << 4;
-			agent.stop();
+			if (kThreadSanitizer) {
+				/* TSan refuses new threads after a multi-threaded fork: step by hand. */
+				bad |= (agent.doWork() != 1) << 3;
+			} else {
+				bad |= (agent.start(-1) != RMA_SUCCESS) << 3;
+				bad |= !waitFor([&] { return a.consumedNow() == a.published.load(); }, 5s) << 4;
+				agent.stop();
+			}
 			_exit(bad);
 		}
 		int status = 0;
