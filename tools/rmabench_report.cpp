@@ -368,6 +368,8 @@ void printTable(FILE *out, const Run &run)
 		std::fprintf(out, "# op: %s\n", run.get("acc_op").c_str());
 	std::fprintf(out, "# progress: %s; target %s; verify %s\n", run.get("progress").c_str(), run.get("target").c_str(),
 		     run.get("verify").c_str());
+	if (!run.get("target_compute").empty())
+		std::fprintf(out, "# the target kept computing at %s\n", run.get("target_compute").c_str());
 	std::fprintf(out, "# %s ranks; %s\n", run.get("ranks").c_str(), run.get("timing").c_str());
 	const bool lat = run.unit == "us";
 	/* Statistics of block times in the row's unit: for MB/s and Mops/s the fastest block comes first. */

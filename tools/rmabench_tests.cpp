@@ -435,6 +435,7 @@ private:
 	double rawBarrierMicros(long iters);
 	void finishPassive();
 	void contentionSummary(const PageBuffer &expect);
+	void calibrateCompute();
 
 	long itersFor(long size, long small, long large) const;
 	long skipFor(long iters) const { return o_.skip >= 0 ? o_.skip : std::max<long>(iters / 10, 1); }
@@ -461,6 +462,8 @@ private:
 	uint64_t casWins_ = 0;	 /* contention cas: successful swaps */
 	double lastFetched_ = -1; /* contention: the previous fetched value */
 	bool corrupt_ = false;
+	double computeAlone_ = 0;  /* busy target: compute chunks per second with no origin running */
+	double computeShare_ = -1; /* busy target: its rate during the test / computeAlone_ */
 	std::vector<double> gathered_;	 /* contention: this origin's block means, per size */
 	std::vector<size_t> blockCounts_; /* contention: blocks per size (the same on every rank) */
 };
@@ -1039,6 +1042,48 @@ void Bench::contentionSummary(const PageBuffer &expect)
 	}
 }
 
+/* The busy target's work: floating point that never touches librma or the window. */
+void computeChunk()
+{
+	static volatile double x = 1.0;
+	for (int i = 0; i < 1000; ++i)
+		x = x * 1.0000001 + 1e-9;
+}
+
+/*
+ * The busy target's compute rate: chunks per second over windows of 2.5 ms,
+ * @windows of them or (0) until @stop says so; the median window, so that
+ * the rate alone and the rate under the origins' traffic are judged alike
+ * on a host that other processes share.
+ */
+template<typename Stop>
+double computeRate(size_t windows, Stop &&stop)
+{
+	std::vector<double> rates;
+	while (windows ? rates.size() < windows : !stop()) {
+		double t0 = be::wtime(), t;
+		long chunks = 0;
+		do {
+			computeChunk();
+			++chunks;
+		} while ((t = be::wtime() - t0) < 0.0025 && (windows || !stop()));
+		if (t >= 0.0025)
+			rates.push_back(static_cast<double>(chunks) / t);
+	}
+	if (rates.empty())
+		return 0;
+	std::sort(rates.begin(), rates.end());
+	return rates[rates.size() / 2];
+}
+
+/* A busy target's compute rate alone, before any origin starts. */
+void Bench::calibrateCompute()
+{
+	if (!passive_ || !o_.busyTarget || !target_ || origin_)
+		return;
+	computeAlone_ = computeRate(8, [] { return false; });
+}
+
 /*
  * The end of the timed part: close the epoch (a last fence in fence mode),
  * and in passive modes the origins tell the target they are done; a busy
@@ -1055,11 +1100,12 @@ void Bench::finishPassive()
 		/* Release: pairs with the acquire load below; publishes nothing but the count. */
 		std::atomic_ref<uint64_t>(*doneCount_).fetch_add(1, std::memory_order_release);
 	} else if (o_.busyTarget) {
-		volatile double x = 1.0;
 		const uint64_t want = origins_.size();
-		while (std::atomic_ref<uint64_t>(*doneCount_).load(std::memory_order_acquire) < want)
-			for (int i = 0; i < 1000; ++i)
-				x = x * 1.0000001 + 1e-9;
+		double rate = computeRate(0, [&] {
+			return std::atomic_ref<uint64_t>(*doneCount_).load(std::memory_order_acquire) >= want;
+		});
+		if (target_ && computeAlone_ > 0 && rate > 0)
+			computeShare_ = rate / computeAlone_;
 	}
 }
 
@@ -1241,12 +1287,21 @@ int Bench::run()
 	if (rank_ == 0)
 		header(facts, rep);
 
+	calibrateCompute();
 	be::barrier();
 	openEpoch();
 	if (o_.test == Test::Fence || o_.test == Test::Lock || o_.test == Test::Flush)
 		sizelessTest();
 	else
 		sizeSweep();
+	/* How much of its computing the truly passive target kept. */
+	std::vector<double> shares(size_);
+	be::allgather(&computeShare_, sizeof(double), shares.data());
+	if (rank_ == 0 && o_.busyTarget && passive_ && !targets_.empty() && shares[targets_[0]] > 0) {
+		char v[96];
+		std::snprintf(v, sizeof(v), "%.0f%% of its rate with no origin running (median of 2.5 ms windows)", shares[targets_[0]] * 100);
+		run_.meta.push_back({ "target_compute", v });
+	}
 	be::barrier();
 
 	std::string what;
