@@ -85,7 +85,7 @@ void usage(FILE *out)
 		     "  --bind core|none     pinning (default core)\n"
 		     "  --backend B          librma (default) | mpi (first MPI built) | mpich | openmpi\n"
 		     "  --stat S             compare: mean (default, as OSU) | median | min of each row\n"
-		     "  --mpi LIST           compare: which MPIs (default every one built");
+		     "  --mpi LIST           compare: which MPIs (default every one built:");
 	for (const auto &m : builtMpis())
 		std::fprintf(out, " %s", m.c_str());
 	std::fprintf(out, ")\n");
