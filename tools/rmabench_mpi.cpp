@@ -7,6 +7,7 @@
 #include "rmabench_backend.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +124,12 @@ void abort(int code)
 {
 	std::fflush(stdout);
 	std::fflush(stderr);
+	/*
+	 * The launcher forwards a rank's output through pipes and stops reading
+	 * them once MPI_Abort has it kill the job (seen with MPICH's hydra): give
+	 * it a moment to pass on the message that says why.
+	 */
+	usleep(200 * 1000);
 	MPI_Abort(MPI_COMM_WORLD, code);
 	std::exit(code);
 }
