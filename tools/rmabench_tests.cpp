@@ -1340,6 +1340,8 @@ int Bench::run()
 		run_.extraName = "aggregate_mops";
 		break;
 	}
+	if (passive_ && o_.busyTarget)
+		what += "; target computing, never calling the library";
 	run_.backend = be::kind();
 	run_.test = o_.testName;
 	run_.what = what;
