@@ -490,6 +490,21 @@ TEST_P(RmabenchMpiTest, CompareRunsBothAndPrintsRatios)
 	auto ls = lines(r.out);
 	ASSERT_EQ(ls.size(), 3u) << r.out;
 	EXPECT_EQ(ls[0], "size,librma," + mpi_ + ",librma_over_" + mpi_ + ",unit");
+
+	/* --format json: one run per line, librma first, which rmabench plot reads back. */
+	r = runCommand(with({ tool("rmabench"), "compare", "--mpi", mpi_, "--bind", "none", "get_latency", "--format",
+			      "json" },
+			    kShort),
+		       90);
+	ASSERT_EQ(r.status, 0) << r.err;
+	ls = lines(r.out);
+	ASSERT_EQ(ls.size(), 2u) << r.out;
+	expectJson(ls[0] + "\n", "librma", "get_latency", 2);
+	expectJson(ls[1] + "\n", mpi_, "get_latency", 2);
+	std::string runs = dir.file("runs.json"), drawn = dir.file("runs.svg");
+	std::ofstream(runs) << r.out;
+	ASSERT_EQ(runCommand({ tool("rmabench"), "plot", drawn, runs }).status, 0);
+	expectSvg(drawn, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Mpi, RmabenchMpiTest, testing::Values("mpich", "openmpi"));
