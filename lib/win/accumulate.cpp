@@ -43,13 +43,37 @@
  * not exist (RMA_PROGRESS=none). Fetched values are copied from the reply
  * area to the result buffer at that completion.
  *
+ * Plain mode: elements with a hardware atomic are applied atomically by
+ * the ring's consumer only because origin atomics (path 1) may hit them at
+ * the same time, and an atomic costs ~9 ns an element where a plain,
+ * vectorized loop costs well under 1. So a large contiguous accumulate is
+ * applied in place by its origin, with plain stores, while it holds the
+ * target's consumer role and the target is in *plain mode*: no origin
+ * atomic can run on it then. The handshake is an asymmetric Dekker:
+ *   origin (enterFastOp):  fastOp[me] = 1; compiler fence; load plainMode[t]:
+ *                          0 -> RMW, then fastOp[me] = 0 (release);
+ *                          1 -> back off, take the ring instead.
+ *   applier (enterPlain):  plainMode[t] = 1; membarrier(GLOBAL_EXPEDITED);
+ *                          wait until every fastOp[r] == 0 (acquire);
+ *                          apply plainly; plainMode[t] = 0 (release).
+ * membarrier() makes every CPU running one of our processes execute a full
+ * barrier, which stands in for the fence the origin does not pay: either
+ * the origin's fastOp store is visible to the applier's loads, or the
+ * origin's plainMode load sees 1. Ranks that cannot register for
+ * membarrier (an old kernel) make the window keep atomics throughout.
+ * The consumer role makes the in-place applier the only applier, and it
+ * drains the ring first (plainly) so that earlier records keep their order.
+ *
  * Faults: every wait here (room in a ring, a record applied, the apply
  * lock) checks every member's liveness once past its spinning phase, so a
  * process that dies holding the consumer role or the apply lock, or before
  * publishing a claimed slot, turns into RMA_ERR_PROC_FAILED for the waiters
  * instead of a hang (the ring itself also skips a dead producer's slot).
  */
+#include <linux/membarrier.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <climits>
 #include <algorithm>
@@ -116,6 +140,8 @@ AccPath accPath()
 
 /* Operations up to this many bytes of data take the origin path when they can. */
 constexpr rma_count kFastBytes = 64;
+/* Contiguous operations from this many bytes are applied in place, in plain mode, when the role is free. */
+constexpr rma_count kInPlaceBytes = kFastBytes + 1;
 
 const Datatype &byteType()
 {
@@ -175,9 +201,20 @@ bool accumulateRingByDefault()
 	return accPath() == AccPath::Ring;
 }
 
+bool membarrierReady()
+{
+	static const bool ready = [] {
+		long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+		if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+			return false;
+		return syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+	}();
+	return ready;
+}
+
 /* ---- Setup ------------------------------------------------------------------ */
 
-int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked)
+int Window::setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked, bool plainCapable)
 {
 	const uint32_t n = static_cast<uint32_t>(size());
 	const ControlLayout layout(n, flavor_ == Flavor::Dynamic);
@@ -187,6 +224,9 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	accReplies_ = control + layout.accReplies;
 	accLocked_ = locked;
 	plainApply_ = hints_.accumulateRing;
+	/* Ring-only windows have no origin atomics to hold off: no handshake needed there. */
+	plainCapable_ = plainCapable && !plainApply_;
+	myFastOp_ = &accLines_[rank()].fastOp;
 	accFast_.assign(n, 0);
 	for (uint32_t t = 0; t < n; ++t)
 		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && !hints_.accumulateRing;
@@ -273,8 +313,11 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	std::byte *old = h.fetch ? accReplies_ + producer * kAccReplyBytes + h.replyOffset : nullptr;
 	std::byte *base = targets_[t].base + h.targetOffset;
 	const Op op = static_cast<Op>(h.op);
-	/* Ring-only windows: no origin atomics can race with us, so plain stores (vectorized) do. */
-	const bool plain = plainApply_;
+	/*
+	 * Ring-only windows, or plain mode entered by us (we hold the role, and
+	 * only the holder sets it): no origin atomic can race with us.
+	 */
+	const bool plain = plainApply_ || accLines_[t].plainMode.load(std::memory_order_relaxed) != 0;
 
 	if (record.type == kRecordCompareAndSwap) {
 		const uint32_t eb = elemBytes(h.elem);
@@ -574,12 +617,23 @@ int Window::accumulate(const char *call, const AccArgs &a)
 
 	const size_t n = static_cast<size_t>(bytes) / elemBytes(elem);
 	const AccPath path = accPath();
-	if (accFast_[a.target] && td->isContiguous() && (!od || od->isContiguous()) && (!rd || rd->isContiguous()) &&
-	    atomicAt(op, elem, view.base) && (path == AccPath::Origin || bytes <= kFastBytes)) {
+	const bool contiguous = td->isContiguous() && (!od || od->isContiguous()) && (!rd || rd->isContiguous());
+	if (accFast_[a.target] && contiguous && atomicAt(op, elem, view.base) &&
+	    (path == AccPath::Origin || bytes <= kFastBytes)) {
 		if (accIssued_[a.target] != accApplied_[a.target] && !orderingNone_)
 			RMA_TRY(completeAccumulates(call, a.target));
-		applyOp(op, elem, view.base, a.origin, a.result, n);
-		return RMA_SUCCESS;
+		if (enterFastOp(a.target)) {
+			applyOp(op, elem, view.base, a.origin, a.result, n);
+			leaveFastOp();
+			return RMA_SUCCESS;
+		}
+	}
+	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && bytes >= kInPlaceBytes &&
+	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_)) {
+		InPlace outcome;
+		RMA_TRY(applyInPlace(call, a, view, op, elem, n, outcome));
+		if (outcome == InPlace::Done)
+			return RMA_SUCCESS;
 	}
 	return queueAccumulate(call, a, view, op, elem, *td, od, rd, bytes);
 }
@@ -703,6 +757,74 @@ int Window::lockedApply(const char *call, const AccArgs &a, const TargetView &vi
 	return rc;
 }
 
+/* Plain mode on @t (the consumer role is held): see "Plain mode" at the top. */
+int Window::enterPlain(const char *call, int t)
+{
+	AccTargetLine &line = accLines_[t];
+	/* Relaxed + seq_cst fence: the store is ordered before the barrier membarrier() spreads. */
+	line.plainMode.store(1, std::memory_order_relaxed);
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) [[unlikely]] {
+		int err = errno;
+		line.plainMode.store(0, std::memory_order_relaxed);
+		return makeErrnoError(RMA_ERR_INTERN, err, "%s: membarrier() failed", call);
+	}
+	for (int r = 0; r < size(); ++r) {
+		std::atomic<uint32_t> &busy = accLines_[r].fastOp;
+		/* Acquire: pairs with the release in leaveFastOp(); that origin's RMW is complete. */
+		int rc = waitUntil(call, "an origin's atomic operation", r,
+				   [&busy] { return busy.load(std::memory_order_acquire) == 0; });
+		if (rc != RMA_SUCCESS) {
+			line.plainMode.store(0, std::memory_order_relaxed);
+			return rc;
+		}
+	}
+	return RMA_SUCCESS;
+}
+
+void Window::leavePlain(int t)
+{
+	/* Release: pairs with the acquire in enterFastOp(); our plain stores come before any later RMW. */
+	accLines_[t].plainMode.store(0, std::memory_order_release);
+}
+
+/*
+ * A large contiguous operation applied by the origin itself, in plain mode,
+ * while it holds @t's consumer role (Busy: the role is taken; queue it).
+ */
+int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem, size_t n,
+			 InPlace &outcome)
+{
+	const int t = a.target;
+	outcome = InPlace::Busy;
+	/* Our own queued records come first (ordering); they are not behind us after this. */
+	if (accIssued_[t] != accApplied_[t])
+		RMA_TRY(completeAccumulates(call, t));
+	AccTargetLine &line = accLines_[t];
+	uint64_t holder = 0;
+	/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
+	if (line.consumer.load(std::memory_order_relaxed) != 0 ||
+	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
+						   std::memory_order_relaxed))
+		return RMA_SUCCESS;
+	int rc = plainApply_ ? RMA_SUCCESS : enterPlain(call, t);
+	if (rc == RMA_SUCCESS) {
+		/* Others' records queued before ours: applied first, plainly (applyRecord sees plain mode). */
+		while (rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
+		}
+		if (op == Op::NoOp)
+			std::memcpy(a.result, view.base, n * elemBytes(elem));
+		else
+			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
+		if (!plainApply_)
+			leavePlain(t);
+		outcome = InPlace::Done;
+	}
+	/* Release: pairs with the acquire of the next holder. */
+	line.consumer.store(0, std::memory_order_release);
+	return rc;
+}
+
 int Window::lockApply(const char *call, int t)
 {
 	std::atomic<uint64_t> &word = accLines_[t].applyLock;
@@ -754,8 +876,11 @@ int Window::compareAndSwap(const char *call, const void *origin, const void *com
 	if (accFast_[target] && (reinterpret_cast<uintptr_t>(view.base) & (eb - 1)) == 0) {
 		if (accIssued_[target] != accApplied_[target] && !orderingNone_)
 			RMA_TRY(completeAccumulates(call, target));
-		librma::compareAndSwap(elem, view.base, compare, origin, result);
-		return RMA_SUCCESS;
+		if (enterFastOp(target)) {
+			librma::compareAndSwap(elem, view.base, compare, origin, result);
+			leaveFastOp();
+			return RMA_SUCCESS;
+		}
 	}
 	std::byte data[16];
 	std::memcpy(data, compare, eb);

@@ -48,7 +48,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 2;
+inline constexpr uint32_t kControlVersion = 3;
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -149,8 +149,18 @@ struct alignas(kFalseSharingPad) AttachTable {
 struct alignas(kFalseSharingPad) AccTargetLine {
 	std::atomic<uint64_t> consumer;
 	alignas(kFalseSharingPad) std::atomic<uint64_t> applyLock;
+	/*
+	 * plainMode (rank t as a target): 1 while the consumer role's holder
+	 * applies with plain stores; origin atomics stay away. fastOp (rank t
+	 * as an origin): 1 while t is inside an origin-atomic operation on any
+	 * target. The two form an asymmetric Dekker handshake: origins pair a
+	 * compiler-only fence with the applier's membarrier() (see
+	 * accumulate.cpp, "Plain mode").
+	 */
+	alignas(kFalseSharingPad) std::atomic<uint32_t> plainMode;
+	alignas(kFalseSharingPad) std::atomic<uint32_t> fastOp;
 };
-static_assert(sizeof(AccTargetLine) == 2 * kFalseSharingPad);
+static_assert(sizeof(AccTargetLine) == 4 * kFalseSharingPad);
 
 inline constexpr uint32_t kAccSlots = 256;
 inline constexpr uint32_t kAccSlotBytes = 256;

@@ -132,6 +132,8 @@ struct Record {
 	int32_t hasControl;  /* the control fd follows the memory fd */
 	int32_t numaNode;
 	int32_t accumulateRing; /* rma_accumulate_path=ring here */
+	int32_t membarrier;     /* registered for membarrier(GLOBAL_EXPEDITED) */
+	int32_t pad;
 };
 
 const char *flavorCall(Flavor flavor)
@@ -249,6 +251,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	mine.pid = getpid();
 	mine.numaNode = -1;
 	mine.accumulateRing = hints_.accumulateRing;
+	mine.membarrier = membarrierReady();
 	std::vector<int> fds;
 	if (status == RMA_SUCCESS) {
 		switch (flavor_) {
@@ -427,12 +430,15 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	if (flavor_ == Flavor::Dynamic)
 		attach_ = reinterpret_cast<AttachTable *>(control_.data() + layout.attach);
 	/* One member asking for ring-only accumulates makes the window ring-only (a collective choice). */
-	for (int r = 0; r < n; ++r)
+	bool plainCapable = true;
+	for (int r = 0; r < n; ++r) {
 		hints_.accumulateRing = hints_.accumulateRing || all[r].accumulateRing;
+		plainCapable = plainCapable && all[r].membarrier;
+	}
 	std::vector<uint8_t> locked(n);
 	for (int r = 0; r < n; ++r)
 		locked[r] = flavor_ == Flavor::Dynamic || all[r].reach == static_cast<int32_t>(Reach::Process);
-	RMA_TRY(setUpAccumulates(call, control_.data(), locked));
+	RMA_TRY(setUpAccumulates(call, control_.data(), locked, plainCapable));
 	access_.assign(n, 0);
 	locks_.assign(n, 0);
 	postsConsumed_.assign(n, 0);

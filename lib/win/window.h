@@ -193,13 +193,13 @@ public:
 			    offset <= t.size - d->size) [[likely]] {
 				const uint8_t elem = d->handleIndex;
 				std::byte *addr = t.base + offset;
-				if (isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0) [[likely]] {
-					fetchAdd64(addr, origin, result);
-					pendingOps_ = true;
-					return RMA_SUCCESS;
-				}
-				if (atomicAt(op, elem, addr)) {
-					applyOp(op, elem, addr, origin, result, 1);
+				const bool add64 = isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0;
+				if ((add64 || atomicAt(op, elem, addr)) && enterFastOp(target)) [[likely]] {
+					if (add64)
+						fetchAdd64(addr, origin, result);
+					else
+						applyOp(op, elem, addr, origin, result, 1);
+					leaveFastOp();
 					pendingOps_ = true;
 					return RMA_SUCCESS;
 				}
@@ -223,6 +223,32 @@ public:
 	}
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
+	/*
+	 * Bracket an origin-atomic operation on @target (see accumulate.cpp,
+	 * "Plain mode"): false, with nothing to undo, when the target's
+	 * consumer is applying with plain stores (then take another path).
+	 */
+	bool enterFastOp(int target)
+	{
+		if (!plainCapable_)
+			return true;
+		/* Relaxed: ordered before the load below by the applier's membarrier(), not by us. */
+		myFastOp_->store(1, std::memory_order_relaxed);
+		/* Compiler-only: the other half of this store->load fence is the applier's membarrier(). */
+		std::atomic_signal_fence(std::memory_order_seq_cst);
+		/* Acquire: pairs with the release that ends a plain apply; its stores come before our RMW. */
+		if (accLines_[target].plainMode.load(std::memory_order_acquire) == 0) [[likely]]
+			return true;
+		myFastOp_->store(0, std::memory_order_relaxed);
+		return false;
+	}
+	void leaveFastOp()
+	{
+		if (plainCapable_)
+			/* Release: pairs with the applier's acquire of fastOp; our RMW is done before it goes plain. */
+			myFastOp_->store(0, std::memory_order_release);
+	}
+
 	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */
 	bool testAccumulate(int target, uint64_t seq);
 	int waitAccumulate(const char *call, int target, uint64_t seq);
@@ -311,7 +337,7 @@ private:
 	void writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &entry, uint32_t newCount);
 
 	/* Accumulates (accumulate.cpp). */
-	int setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked);
+	int setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked, bool plainCapable);
 	void applyRecord(int target, const MpscRecord &record);
 	int startServing();
 	void stopServing();
@@ -332,6 +358,11 @@ private:
 	int lockedApply(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
 			const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
 	int lockApply(const char *call, int target);
+	int enterPlain(const char *call, int target);
+	void leavePlain(int target);
+	enum class InPlace { Done, Busy };
+	int applyInPlace(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem, size_t n,
+			 InPlace &outcome);
 	void unlockApply(int target);
 
 	Flavor flavor_ = Flavor::Create;
@@ -363,6 +394,8 @@ private:
 	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
+	bool plainCapable_ = false;            /* every member registered for membarrier(): plain mode works */
+	std::atomic<uint32_t> *myFastOp_ = nullptr;
 	/* Ring-only window: consumers apply plainly. Fixed at creation (agent threads read it). */
 	bool plainApply_ = false;
 	bool serving_ = false;                 /* a source of localAgent() */
@@ -430,6 +463,8 @@ private:
 
 /* RMA_ACC_PATH=ring in the environment: windows default to rma_accumulate_path=ring. */
 bool accumulateRingByDefault();
+/* Whether this process is registered for membarrier(GLOBAL_EXPEDITED) (registers on first call). */
+bool membarrierReady();
 
 inline HandleTable<Window, HandleKind::Win> &windowTable()
 {
