@@ -37,6 +37,8 @@ int sendPacket(int sock, OutMessage &m, int flags)
 
 	FdControl control;
 	if (fds) {
+		/* Zeroed: CMSG_SPACE pads past the fds, and the kernel copies the padding too. */
+		std::memset(control.buf, 0, sizeof(control.buf));
 		msg.msg_control = control.buf;
 		msg.msg_controllen = CMSG_SPACE(fds * sizeof(int));
 		cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);

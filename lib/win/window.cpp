@@ -527,6 +527,7 @@ void Window::reportInfo(Info &out) const
 	out.set("accumulate_ops", hints_.accumulateOps);
 	out.set("mpi_accumulate_granularity", std::to_string(hints_.accumulateGranularity));
 	out.set("rma_accumulate_path", hints_.accumulateRing ? "ring" : "auto");
+	out.set("rma_progress", progressModeName(progressConfig().mode));
 	out.set("same_size", b(hints_.sameSize));
 	out.set("same_disp_unit", b(hints_.sameDispUnit));
 	out.set("alloc_shared_noncontig", b(hints_.allocSharedNoncontig));
