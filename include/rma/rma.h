@@ -844,7 +844,8 @@ RMA_API int rma_free_mem(void *base);
 /* and reported only: rma_page_size (bytes of the pages backing this rank's */
 /* memory, "0" for size 0), rma_numa_node (node it is bound to, "-1" for    */
 /* none or interleaved), rma_memory ("segment", "alloc_mem" or "process":   */
-/* how peers reach this rank's memory).                                     */
+/* how peers reach this rank's memory), rma_progress ("none", "thread" or   */
+/* "agent": who drains accumulate rings, from RMA_PROGRESS / rmarun).       */
 /* ------------------------------------------------------------------------ */
 
 /**
