@@ -1042,7 +1042,7 @@ RMA_EXPORT int rma_win_unlock_all(rma_win win)
 
 RMA_EXPORT int rma_win_flush(int rank, rma_win win)
 {
-	return onWindow("rma_win_flush", win, [&](Window &w) { return w.flush("rma_win_flush", rank); });
+	return onWindow("rma_win_flush", win, [&](Window &w) { return w.flushInline("rma_win_flush", rank); });
 }
 
 RMA_EXPORT int rma_win_flush_all(rma_win win)
@@ -1052,7 +1052,8 @@ RMA_EXPORT int rma_win_flush_all(rma_win win)
 
 RMA_EXPORT int rma_win_flush_local(int rank, rma_win win)
 {
-	return onWindow("rma_win_flush_local", win, [&](Window &w) { return w.flush("rma_win_flush_local", rank); });
+	return onWindow("rma_win_flush_local", win,
+			[&](Window &w) { return w.flushInline("rma_win_flush_local", rank); });
 }
 
 RMA_EXPORT int rma_win_flush_local_all(rma_win win)
@@ -1068,9 +1069,9 @@ RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_dat
 			      rma_win win)
 {
 	return onWindow("rma_accumulate", win, [&](Window &w) {
-		if (origin_count == 1 && target_count == 1 && origin_datatype == target_datatype)
-			return w.atomicOne("rma_accumulate", origin_addr, nullptr, origin_datatype, target_rank, target_disp,
-					   op, false);
+		if (origin_count == target_count && origin_datatype == target_datatype)
+			return w.atomicSmall("rma_accumulate", origin_addr, nullptr, origin_datatype, origin_count,
+					     target_rank, target_disp, op, false);
 		AccArgs a;
 		a.origin = origin_addr;
 		a.ocount = origin_count;
@@ -1122,10 +1123,10 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 {
 	return onWindow("rma_get_accumulate", win, [&](Window &w) {
 		RMA_TRY(checkResult("rma_get_accumulate", result_addr, result_count));
-		if (origin_count == 1 && result_count == 1 && target_count == 1 && origin_datatype == target_datatype &&
-		    result_datatype == target_datatype)
-			return w.atomicOne("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_rank,
-					   target_disp, op, true);
+		if (origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
+		    result_datatype == target_datatype && result_addr)
+			return w.atomicSmall("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_count,
+					     target_rank, target_disp, op, true);
 		AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
 		static char empty;
@@ -1141,8 +1142,8 @@ RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_
 	return onWindow("rma_fetch_and_op", win, [&](Window &w) {
 		if (!result_addr) [[unlikely]]
 			return checkResult("rma_fetch_and_op", result_addr, 1);
-		return w.atomicOne("rma_fetch_and_op", origin_addr, result_addr, datatype, target_rank, target_disp, op,
-				   true);
+		return w.atomicSmall("rma_fetch_and_op", origin_addr, result_addr, datatype, 1, target_rank, target_disp, op,
+				     true);
 	});
 }
 

@@ -139,7 +139,7 @@ AccPath accPath()
 }
 
 /* Operations up to this many bytes of data take the origin path when they can. */
-constexpr rma_count kFastBytes = 64;
+constexpr rma_count kFastBytes = Window::kFastBytes;
 /* Contiguous operations from this many bytes are applied in place, in plain mode, when the role is free. */
 constexpr rma_count kInPlaceBytes = kFastBytes + 1;
 
@@ -636,6 +636,26 @@ int Window::accumulate(const char *call, const AccArgs &a)
 			return RMA_SUCCESS;
 	}
 	return queueAccumulate(call, a, view, op, elem, *td, od, rd, bytes);
+}
+
+int Window::atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count, int target,
+		       rma_aint disp, rma_op opHandle, bool fetch)
+{
+	AccArgs a;
+	a.origin = origin;
+	a.ocount = count;
+	a.otype = type;
+	a.result = fetch ? result : nullptr;
+	a.rcount = fetch ? count : 0;
+	a.rtype = type;
+	a.target = target;
+	a.disp = disp;
+	a.tcount = count;
+	a.ttype = type;
+	a.op = opHandle;
+	/* fetch_and_op takes predefined types only; get_accumulate any. */
+	a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
+	return accumulate(call, a);
 }
 
 int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,

@@ -65,20 +65,6 @@ int Window::checkAlive(const char *call, const char *what, int peer)
 			 call, peer, static_cast<int>(targets_[peer].pid), name.c_str(), what);
 }
 
-void Window::completeLocally()
-{
-	/* memcpy may have used non-temporal stores: they are ordered only by sfence. */
-	if (pendingStores_) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_sfence();
-#endif
-	}
-	/* Keep the compiler from sinking earlier stores below the synchronization that follows. */
-	std::atomic_thread_fence(std::memory_order_release);
-	pendingOps_ = false;
-	pendingStores_ = false;
-}
-
 int Window::translateGroup(const char *call, const Group &g, std::vector<int> &out) const
 {
 	out.clear();
@@ -296,7 +282,7 @@ int Window::flush(const char *call, int target)
 		return makeError(RMA_ERR_RMA_SYNC,
 				 "%s: no passive-target epoch (lock or lock_all) covers rank %d of window '%s' (open: %s)",
 				 call, target, name.c_str(), describeEpochs().c_str());
-	if (target != RMA_PROC_NULL)
+	if (target != RMA_PROC_NULL && accIssued_[target] != accApplied_[target])
 		RMA_TRY(completeAccumulates(call, target));
 	completeLocally();
 	return RMA_SUCCESS;

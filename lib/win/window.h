@@ -175,52 +175,48 @@ public:
 	 */
 	int accumulate(const char *call, const AccArgs &args);
 	/*
-	 * The inline part of fetch_and_op (@fetch) and of a one-element
-	 * accumulate: an open epoch, a predefined type, a Direct target that
-	 * takes origin atomics, in bounds and aligned, nothing of ours queued
-	 * to it: one atomic RMW. Everything else goes to accumulate().
+	 * The inline part of fetch_and_op, and of accumulate / get_accumulate
+	 * of @count elements of one predefined type on every side (@fetch: the
+	 * old values go to @result): an open epoch, a Direct target that takes
+	 * origin atomics, at most kFastBytes, in bounds and aligned, nothing of
+	 * ours queued to it: one atomic RMW per element. Everything else goes to
+	 * accumulate().
 	 */
-	int atomicOne(const char *call, const void *origin, void *result, rma_datatype type, int target,
-		      rma_aint disp, rma_op opHandle, bool fetch)
+	[[gnu::always_inline]] int atomicSmall(const char *call, const void *origin, void *result, rma_datatype type,
+					       int count, int target, rma_aint disp, rma_op opHandle, bool fetch)
 	{
 		const Datatype *d = predefinedDatatype(type);
 		const Op op = toOp(opHandle);
-		if (d && static_cast<unsigned>(target) < targets_.size() && (allAccess_ || access_[target]) &&
-		    accFast_[target] && accIssued_[target] == accApplied_[target] && (fetch || op != Op::NoOp)) [[likely]] {
+		if (d && count > 0 && count <= kFastElements && static_cast<unsigned>(target) < accFast_.size() &&
+		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
+		    (fetch || op != Op::NoOp)) [[likely]] {
 			const TargetView &t = targets_[target];
+			const rma_aint bytes = d->size * count;
 			rma_aint offset;
 			if (disp >= 0 && !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
-			    offset <= t.size - d->size) [[likely]] {
+			    bytes <= kFastBytes && offset <= t.size - bytes) [[likely]] {
 				const uint8_t elem = d->handleIndex;
 				std::byte *addr = t.base + offset;
-				const bool add64 = isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0;
+				const bool add64 =
+					count == 1 && isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0;
 				if ((add64 || atomicAt(op, elem, addr)) && enterFastOp(target)) [[likely]] {
 					if (add64)
 						fetchAdd64(addr, origin, result);
 					else
-						applyOp(op, elem, addr, origin, result, 1);
+						applyOp(op, elem, addr, origin, result, static_cast<size_t>(count));
 					leaveFastOp();
 					pendingOps_ = true;
 					return RMA_SUCCESS;
 				}
 			}
 		}
-		AccArgs a;
-		a.origin = origin;
-		a.ocount = 1;
-		a.otype = type;
-		a.result = result;
-		a.rcount = fetch ? 1 : 0;
-		a.rtype = type;
-		a.target = target;
-		a.disp = disp;
-		a.tcount = 1;
-		a.ttype = type;
-		a.op = opHandle;
-		/* fetch_and_op takes predefined types only; get_accumulate of one element any. */
-		a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
-		return accumulate(call, a);
+		return atomicSlow(call, origin, result, type, count, target, disp, opHandle, fetch);
 	}
+	[[gnu::noinline]] int atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count,
+					 int target, rma_aint disp, rma_op opHandle, bool fetch);
+	/* Origin atomics take operations up to this many bytes (and elements). */
+	static constexpr rma_aint kFastBytes = 64;
+	static constexpr int kFastElements = 64;
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	/*
@@ -274,6 +270,16 @@ public:
 	int lockAll(int assert);
 	int unlockAll();
 	int flush(const char *call, int target); /* also flush_local: completion is the same here */
+	/* flush's common case inline: a lock_all or lock covers @target and nothing of ours is queued to it. */
+	[[gnu::always_inline]] int flushInline(const char *call, int target)
+	{
+		if (static_cast<unsigned>(target) < accFast_.size() && (lockAll_ || locks_[target]) &&
+		    accIssued_[target] == accApplied_[target]) [[likely]] {
+			completeLocally();
+			return RMA_SUCCESS;
+		}
+		return flush(call, target);
+	}
 	int flushAll(const char *call);
 	int sync();
 
@@ -320,7 +326,20 @@ private:
 	int acquireLock(const char *call, int target, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	int translateGroup(const char *call, const Group &group, std::vector<int> &out) const;
-	void completeLocally();
+	/* Order this process's RMA stores before the synchronization that follows. */
+	void completeLocally()
+	{
+		/* memcpy may have used non-temporal stores: they are ordered only by sfence. */
+		if (pendingStores_) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_sfence();
+#endif
+		}
+		/* Keep the compiler from sinking earlier stores below the synchronization that follows. */
+		std::atomic_thread_fence(std::memory_order_release);
+		pendingOps_ = false;
+		pendingStores_ = false;
+	}
 	bool passiveOrPscwOpen() const { return locksHeld_ > 0 || lockAll_ != 0 || started_ || exposed_; }
 	std::string describeEpochs() const;
 	[[gnu::cold]] int missingEpoch(const char *call, const char *needed) const;
