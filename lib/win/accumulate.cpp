@@ -63,6 +63,11 @@
  * membarrier (an old kernel) make the window keep atomics throughout.
  * The consumer role makes the in-place applier the only applier, and it
  * drains the ring first (plainly) so that earlier records keep their order.
+ * Plain mode outlives the apply for a short lease (kPlainLeaseNs): a run of
+ * array accumulates pays the membarrier() once. While it lasts, origin
+ * atomics take the ring; any later holder of the consumer role ends an
+ * expired lease (a release store: the plain stores come before the next
+ * origin atomic), so a queued single-element op is what ends it at worst.
  *
  * Faults: every wait here (room in a ring, a record applied, the apply
  * lock) checks every member's liveness once past its spinning phase, so a
@@ -142,6 +147,15 @@ AccPath accPath()
 constexpr rma_count kFastBytes = Window::kFastBytes;
 /* Contiguous operations from this many bytes are applied in place, in plain mode, when the role is free. */
 constexpr rma_count kInPlaceBytes = kFastBytes + 1;
+/* How long plain mode outlives the last in-place apply. */
+constexpr uint64_t kPlainLeaseNs = 20'000;
+
+uint64_t monotonicNs()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 const Datatype &byteType()
 {
@@ -384,6 +398,7 @@ int Window::drainRing(int t)
 	 */
 	if (!line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
 		return 0;
+	endExpiredLease(t);
 	int n = rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64);
 	/* Release: pairs with the acquire above in the next holder. */
 	line.consumer.store(0, std::memory_order_release);
@@ -551,6 +566,43 @@ int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord 
 
 int Window::accumulate(const char *call, const AccArgs &a)
 {
+	/*
+	 * The common large case first: one predefined basic type and one count
+	 * on every side, an open epoch, a Direct target that takes plain mode,
+	 * in bounds. It skips the general checks (each of which it implies) and
+	 * goes straight to the in-place apply; anything else, or a busy role,
+	 * takes the general path below.
+	 */
+	if (const Datatype *d = predefinedDatatype(a.ttype);
+	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
+	    (a.result == nullptr || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
+	    static_cast<unsigned>(a.target) < accFast_.size() && (allAccess_ || access_[a.target]) &&
+	    accFast_[a.target] && (plainCapable_ || plainApply_) && accPath() == AccPath::Auto) {
+		const Op op = toOp(a.op);
+		const uint8_t elem = d->handleIndex;
+		const TargetView &t = targets_[a.target];
+		const rma_aint bytes = d->size * a.tcount;
+		rma_aint offset;
+		if (opAllowed(op, elem) && (op != Op::NoOp || a.result) && !isPairElem(elem) && a.disp >= 0 &&
+		    !__builtin_mul_overflow(a.disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
+		    bytes <= t.size - offset && offset <= t.size &&
+		    (bytes >= kInPlaceBytes || accLines_[a.target].plainMode.load(std::memory_order_relaxed))) {
+			TargetView view = t;
+			view.base = t.base + offset;
+			pendingOps_ = true;
+			if (a.queuedSeq)
+				*a.queuedSeq = 0;
+			InPlace outcome;
+			RMA_TRY(applyInPlace(call, a, view, op, elem, static_cast<size_t>(a.tcount), outcome));
+			if (outcome == InPlace::Done)
+				return RMA_SUCCESS;
+		}
+	}
+	return accumulateChecked(call, a);
+}
+
+int Window::accumulateChecked(const char *call, const AccArgs &a)
+{
 	RMA_TRY(checkAccess(call, a.target));
 	if (a.target == RMA_PROC_NULL)
 		return RMA_SUCCESS;
@@ -628,7 +680,9 @@ int Window::accumulate(const char *call, const AccArgs &a)
 			return RMA_SUCCESS;
 		}
 	}
-	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && bytes >= kInPlaceBytes &&
+	/* Large, or small while the target is in plain mode (origin atomics must stay away then). */
+	const bool plainNow = accLines_[a.target].plainMode.load(std::memory_order_relaxed) != 0;
+	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && (bytes >= kInPlaceBytes || plainNow) &&
 	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_)) {
 		InPlace outcome;
 		RMA_TRY(applyInPlace(call, a, view, op, elem, n, outcome));
@@ -802,6 +856,16 @@ int Window::enterPlain(const char *call, int t)
 	return RMA_SUCCESS;
 }
 
+/* The consumer role is held: end plain mode on @t if its lease ran out. */
+void Window::endExpiredLease(int t)
+{
+	AccTargetLine &line = accLines_[t];
+	/* Relaxed: only consumer-role holders write these, and we hold it (ordered by its acquire). */
+	if (line.plainMode.load(std::memory_order_relaxed) != 0 &&
+	    monotonicNs() - line.plainSince.load(std::memory_order_relaxed) > kPlainLeaseNs)
+		leavePlain(t);
+}
+
 void Window::leavePlain(int t)
 {
 	/* Release: pairs with the acquire in enterFastOp(); our plain stores come before any later RMW. */
@@ -827,17 +891,21 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
 						   std::memory_order_relaxed))
 		return RMA_SUCCESS;
-	int rc = plainApply_ ? RMA_SUCCESS : enterPlain(call, t);
+	/* Relaxed: only holders of the role (us now) write plainMode. */
+	const bool leased = line.plainMode.load(std::memory_order_relaxed) != 0;
+	int rc = plainApply_ || leased ? RMA_SUCCESS : enterPlain(call, t);
 	if (rc == RMA_SUCCESS) {
 		/* Others' records queued before ours: applied first, plainly (applyRecord sees plain mode). */
-		while (rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
+		while (rings_[t].pending() &&
+		       rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
 		}
 		if (op == Op::NoOp)
 			std::memcpy(a.result, view.base, n * elemBytes(elem));
 		else
 			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
+		/* Stay plain for the lease; a later holder ends it (endExpiredLease). */
 		if (!plainApply_)
-			leavePlain(t);
+			line.plainSince.store(monotonicNs(), std::memory_order_relaxed);
 		outcome = InPlace::Done;
 	}
 	/* Release: pairs with the acquire of the next holder. */

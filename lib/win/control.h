@@ -158,6 +158,7 @@ struct alignas(kFalseSharingPad) AccTargetLine {
 	 * accumulate.cpp, "Plain mode").
 	 */
 	alignas(kFalseSharingPad) std::atomic<uint32_t> plainMode;
+	std::atomic<uint64_t> plainSince; /* CLOCK_MONOTONIC ns of the last plain apply (the lease) */
 	alignas(kFalseSharingPad) std::atomic<uint32_t> fastOp;
 };
 static_assert(sizeof(AccTargetLine) == 4 * kFalseSharingPad);

@@ -174,6 +174,7 @@ public:
 	 * paths and the completion protocol.
 	 */
 	int accumulate(const char *call, const AccArgs &args);
+	int accumulateChecked(const char *call, const AccArgs &args);
 	/*
 	 * The inline part of fetch_and_op, and of accumulate / get_accumulate
 	 * of @count elements of one predefined type on every side (@fetch: the
@@ -215,8 +216,8 @@ public:
 	[[gnu::noinline]] int atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count,
 					 int target, rma_aint disp, rma_op opHandle, bool fetch);
 	/* Origin atomics take operations up to this many bytes (and elements). */
-	static constexpr rma_aint kFastBytes = 64;
-	static constexpr int kFastElements = 64;
+	static constexpr rma_aint kFastBytes = 16;
+	static constexpr int kFastElements = 16;
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	/*
@@ -379,6 +380,7 @@ private:
 	int lockApply(const char *call, int target);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);
+	void endExpiredLease(int target);
 	enum class InPlace { Done, Busy };
 	int applyInPlace(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem, size_t n,
 			 InPlace &outcome);
