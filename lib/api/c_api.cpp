@@ -1064,27 +1064,6 @@ RMA_EXPORT int rma_win_flush_local_all(rma_win win)
 
 /* ---- Accumulate family ------------------------------------------------------ */
 
-RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
-			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
-			      rma_win win)
-{
-	return onWindow("rma_accumulate", win, [&](Window &w) {
-		if (origin_count == target_count && origin_datatype == target_datatype)
-			return w.atomicSmall("rma_accumulate", origin_addr, nullptr, origin_datatype, origin_count,
-					     target_rank, target_disp, op, false);
-		AccArgs a;
-		a.origin = origin_addr;
-		a.ocount = origin_count;
-		a.otype = origin_datatype;
-		a.target = target_rank;
-		a.disp = target_disp;
-		a.tcount = target_count;
-		a.ttype = target_datatype;
-		a.op = op;
-		return w.accumulate("rma_accumulate", a);
-	});
-}
-
 namespace {
 
 AccArgs getAccumulateArgs(const void *origin_addr, int origin_count, rma_datatype origin_datatype, void *result_addr,
@@ -1115,6 +1094,22 @@ int checkResult(const char *call, const void *result, int count)
 }
 
 } /* namespace */
+
+RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+			      rma_win win)
+{
+	return onWindow("rma_accumulate", win, [&](Window &w) {
+		if (origin_count == target_count && origin_datatype == target_datatype)
+			return w.atomicSmall("rma_accumulate", origin_addr, nullptr, origin_datatype, origin_count,
+					     target_rank, target_disp, op, false);
+		return w.accumulate("rma_accumulate",
+				    getAccumulateArgs(origin_addr, origin_count, origin_datatype, nullptr, 0,
+						      RMA_DATATYPE_NULL, target_rank, target_disp, target_count,
+						      target_datatype, op));
+	});
+}
+
 
 RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
 				  void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
@@ -1275,16 +1270,10 @@ RMA_EXPORT int rma_raccumulate(const void *origin_addr, int origin_count, rma_da
 			       int target_rank, rma_aint target_disp, int target_count, rma_datatype target_datatype,
 			       rma_op op, rma_win win, rma_request *request)
 {
-	AccArgs a;
-	a.origin = origin_addr;
-	a.ocount = origin_count;
-	a.otype = origin_datatype;
-	a.target = target_rank;
-	a.disp = target_disp;
-	a.tcount = target_count;
-	a.ttype = target_datatype;
-	a.op = op;
-	return requestAccumulate("rma_raccumulate", a, win, request);
+	return requestAccumulate("rma_raccumulate",
+				 getAccumulateArgs(origin_addr, origin_count, origin_datatype, nullptr, 0, RMA_DATATYPE_NULL,
+						   target_rank, target_disp, target_count, target_datatype, op),
+				 win, request);
 }
 
 RMA_EXPORT int rma_rget_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,

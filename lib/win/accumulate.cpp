@@ -203,6 +203,18 @@ uint8_t elementOf(const Datatype &t)
 	return makeError(RMA_ERR_TYPE, "%s: the %s datatype is not a valid datatype", call, side);
 }
 
+/* The origin's data as a packed stream: in place when it already is one, else packed into @storage. */
+const std::byte *packOrigin(const Datatype *od, const AccArgs &a, rma_count bytes, std::vector<std::byte> &storage)
+{
+	if (!od)
+		return nullptr;
+	if (od->isContiguous())
+		return static_cast<const std::byte *>(a.origin);
+	storage.resize(static_cast<size_t>(bytes));
+	copyTyped(storage.data(), byteType(), bytes, static_cast<const std::byte *>(a.origin), *od, a.ocount, bytes);
+	return storage.data();
+}
+
 bool aliveProducer(void *context, uint32_t producer)
 {
 	return static_cast<Window *>(context)->peerAlive(static_cast<int>(producer));
@@ -737,19 +749,8 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 	if (fetch)
 		chunk = std::min(chunk, kAccReplyBytes / eb * eb);
 
-	/* The origin's data, packed (in place when it already is). */
 	std::vector<std::byte> packed;
-	const std::byte *data = nullptr;
-	if (od) {
-		if (od->isContiguous()) {
-			data = static_cast<const std::byte *>(a.origin);
-		} else {
-			packed.resize(static_cast<size_t>(bytes));
-			copyTyped(packed.data(), byteType(), bytes, static_cast<const std::byte *>(a.origin), *od, a.ocount,
-				  bytes);
-			data = packed.data();
-		}
-	}
+	const std::byte *data = packOrigin(od, a, bytes, packed);
 	/* Contiguous results are written in place; others are unpacked once every chunk is in. */
 	std::shared_ptr<FetchDest> dest;
 	if (fetch && !rd->isContiguous()) {
@@ -797,17 +798,7 @@ int Window::lockedApply(const char *call, const AccArgs &a, const TargetView &vi
 	const size_t len = static_cast<size_t>(bytes);
 	std::vector<std::byte> cur(len);
 	std::vector<std::byte> packedOrigin;
-	const std::byte *origin = nullptr;
-	if (od) {
-		if (od->isContiguous()) {
-			origin = static_cast<const std::byte *>(a.origin);
-		} else {
-			packedOrigin.resize(len);
-			copyTyped(packedOrigin.data(), byteType(), bytes, static_cast<const std::byte *>(a.origin), *od,
-				  a.ocount, bytes);
-			origin = packedOrigin.data();
-		}
-	}
+	const std::byte *origin = packOrigin(od, a, bytes, packedOrigin);
 	if (bytes > INT_MAX)
 		return makeError(RMA_ERR_NOT_SUPPORTED, "%s: %lld bytes to a target without shared memory (at most %d)",
 				 call, static_cast<long long>(bytes), INT_MAX);
