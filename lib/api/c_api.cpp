@@ -1066,25 +1066,6 @@ RMA_EXPORT int rma_win_flush_local_all(rma_win win)
 
 namespace {
 
-AccArgs getAccumulateArgs(const void *origin_addr, int origin_count, rma_datatype origin_datatype, void *result_addr,
-			  int result_count, rma_datatype result_datatype, int target_rank, rma_aint target_disp,
-			  int target_count, rma_datatype target_datatype, rma_op op)
-{
-	AccArgs a;
-	a.origin = origin_addr;
-	a.ocount = origin_count;
-	a.otype = origin_datatype;
-	a.result = result_addr;
-	a.rcount = result_count;
-	a.rtype = result_datatype;
-	a.target = target_rank;
-	a.disp = target_disp;
-	a.tcount = target_count;
-	a.ttype = target_datatype;
-	a.op = op;
-	return a;
-}
-
 /* A result buffer is needed whenever data comes back. */
 int checkResult(const char *call, const void *result, int count)
 {
@@ -1104,7 +1085,7 @@ RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_dat
 			return w.atomicSmall("rma_accumulate", origin_addr, nullptr, origin_datatype, origin_count,
 					     target_rank, target_disp, op, false);
 		return w.accumulate("rma_accumulate",
-				    getAccumulateArgs(origin_addr, origin_count, origin_datatype, nullptr, 0,
+				    makeAccArgs(origin_addr, origin_count, origin_datatype, nullptr, 0,
 						      RMA_DATATYPE_NULL, target_rank, target_disp, target_count,
 						      target_datatype, op));
 	});
@@ -1122,7 +1103,7 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 		    result_datatype == target_datatype && result_addr)
 			return w.atomicSmall("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_count,
 					     target_rank, target_disp, op, true);
-		AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+		AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
 		static char empty;
 		if (!a.result)
@@ -1271,7 +1252,7 @@ RMA_EXPORT int rma_raccumulate(const void *origin_addr, int origin_count, rma_da
 			       rma_op op, rma_win win, rma_request *request)
 {
 	return requestAccumulate("rma_raccumulate",
-				 getAccumulateArgs(origin_addr, origin_count, origin_datatype, nullptr, 0, RMA_DATATYPE_NULL,
+				 makeAccArgs(origin_addr, origin_count, origin_datatype, nullptr, 0, RMA_DATATYPE_NULL,
 						   target_rank, target_disp, target_count, target_datatype, op),
 				 win, request);
 }
@@ -1284,7 +1265,7 @@ RMA_EXPORT int rma_rget_accumulate(const void *origin_addr, int origin_count, rm
 	if (int rc = checkResult("rma_rget_accumulate", result_addr, result_count); rc != RMA_SUCCESS)
 		return selfError(rc);
 	static char empty;
-	AccArgs a = getAccumulateArgs(origin_addr, origin_count, origin_datatype, result_addr ? result_addr : &empty,
+	AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr ? result_addr : &empty,
 				      result_count, result_datatype, target_rank, target_disp, target_count,
 				      target_datatype, op);
 	return requestAccumulate("rma_rget_accumulate", a, win, request);

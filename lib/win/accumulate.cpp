@@ -707,18 +707,8 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 int Window::atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count, int target,
 		       rma_aint disp, rma_op opHandle, bool fetch)
 {
-	AccArgs a;
-	a.origin = origin;
-	a.ocount = count;
-	a.otype = type;
-	a.result = fetch ? result : nullptr;
-	a.rcount = fetch ? count : 0;
-	a.rtype = type;
-	a.target = target;
-	a.disp = disp;
-	a.tcount = count;
-	a.ttype = type;
-	a.op = opHandle;
+	AccArgs a = makeAccArgs(origin, count, type, fetch ? result : nullptr, fetch ? count : 0, type, target, disp,
+				count, type, opHandle);
 	/* fetch_and_op takes predefined types only; get_accumulate any. */
 	a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
 	return accumulate(call, a);

@@ -102,6 +102,25 @@ struct AccArgs {
 	uint64_t *queuedSeq = nullptr;
 };
 
+/* AccArgs from the arguments of rma_get_accumulate (@result nullptr: a plain accumulate). */
+inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, void *result, int rcount,
+			   rma_datatype rtype, int target, rma_aint disp, int tcount, rma_datatype ttype, rma_op op)
+{
+	AccArgs a;
+	a.origin = origin;
+	a.ocount = ocount;
+	a.otype = otype;
+	a.result = result;
+	a.rcount = rcount;
+	a.rtype = rtype;
+	a.target = target;
+	a.disp = disp;
+	a.tcount = tcount;
+	a.ttype = ttype;
+	a.op = op;
+	return a;
+}
+
 struct AccRecord;
 
 /* What this rank's own memory is (reported by rma_win_get_info). */
