@@ -230,6 +230,9 @@ bool accumulateRingByDefault()
 bool membarrierReady()
 {
 	static const bool ready = [] {
+		/* A test knob standing in for a kernel without membarrier(). */
+		if (const char *v = getenv("RMA_NO_MEMBARRIER"); v && *v && strcmp(v, "0") != 0)
+			return false;
 		long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 		if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
 			return false;
@@ -589,7 +592,7 @@ int Window::accumulate(const char *call, const AccArgs &a)
 	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
 	    (a.result == nullptr || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
 	    static_cast<unsigned>(a.target) < accFast_.size() && (allAccess_ || access_[a.target]) &&
-	    accFast_[a.target] && (plainCapable_ || plainApply_) && accPath() == AccPath::Auto) {
+	    accFast_[a.target] && (plainCapable_ || plainApply_) && !noPlainMode_ && accPath() == AccPath::Auto) {
 		const Op op = toOp(a.op);
 		const uint8_t elem = d->handleIndex;
 		const TargetView &t = targets_[a.target];
@@ -695,7 +698,7 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	/* Large, or small while the target is in plain mode (origin atomics must stay away then). */
 	const bool plainNow = accLines_[a.target].plainMode.load(std::memory_order_relaxed) != 0;
 	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && (bytes >= kInPlaceBytes || plainNow) &&
-	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_)) {
+	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_) && !noPlainMode_) {
 		InPlace outcome;
 		RMA_TRY(applyInPlace(call, a, view, op, elem, n, outcome));
 		if (outcome == InPlace::Done)
@@ -820,9 +823,15 @@ int Window::enterPlain(const char *call, int t)
 	line.plainMode.store(1, std::memory_order_relaxed);
 	std::atomic_thread_fence(std::memory_order_seq_cst);
 	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) [[unlikely]] {
-		int err = errno;
+		/*
+		 * Refused after registration (a seccomp filter, say): no plain mode
+		 * from this process any more; its operations take the ring, which
+		 * is always correct. Nobody can have seen plainMode = 1 as a reason
+		 * to apply plainly: only the role's holder (us) applies.
+		 */
 		line.plainMode.store(0, std::memory_order_relaxed);
-		return makeErrnoError(RMA_ERR_INTERN, err, "%s: membarrier() failed", call);
+		noPlainMode_ = true;
+		return RMA_SUCCESS;
 	}
 	for (int r = 0; r < size(); ++r) {
 		std::atomic<uint32_t> &busy = accLines_[r].fastOp;
@@ -875,7 +884,12 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 	/* Relaxed: only holders of the role (us now) write plainMode. */
 	const bool leased = line.plainMode.load(std::memory_order_relaxed) != 0;
 	int rc = plainApply_ || leased ? RMA_SUCCESS : enterPlain(call, t);
-	if (rc == RMA_SUCCESS) {
+	/*
+	 * enterPlain() may give up (noPlainMode_): then leave the role and queue.
+	 * Our origin atomics keep announcing themselves (enterFastOp) all the
+	 * same, for the other processes' plain modes.
+	 */
+	if (rc == RMA_SUCCESS && (plainApply_ || leased || !noPlainMode_)) {
 		/* Others' records queued before ours: applied first, plainly (applyRecord sees plain mode). */
 		while (rings_[t].pending() &&
 		       rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {

@@ -435,6 +435,7 @@ private:
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
 	bool plainCapable_ = false;            /* every member registered for membarrier(): plain mode works */
+	bool noPlainMode_ = false;             /* membarrier() failed here after all: no in-place applies */
 	std::atomic<uint32_t> *myFastOp_ = nullptr;
 	/* Ring-only window: consumers apply plainly. Fixed at creation (agent threads read it). */
 	bool plainApply_ = false;

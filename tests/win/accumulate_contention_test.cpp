@@ -59,127 +59,142 @@ class ContentionTest : public ::testing::TestWithParam<std::tuple<AccPath, Progr
  * Every rank, rank 0 included, issues kIters rounds of every kind of
  * operation to rank 0 at once, inside one lock_all epoch.
  */
+void contendOnRankZero(int)
+{
+	ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+	const int rank = worldRank(), size = worldSize();
+	SharedWords tickets(size * kIters);
+	int64_t *base;
+	rma_win win;
+	ASSERT_EQ(rma_win_allocate(rank == 0 ? kWindowUnits * 8 : 0, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base,
+				   &win),
+		  RMA_SUCCESS);
+	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+	if (rank == 0) {
+		auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
+		for (int e = 0; e < kNumPairs; ++e)
+			pairs[e] = { -1.0, 1 << 30 };
+	}
+	rma_barrier(RMA_COMM_WORLD);
+
+	const int64_t one = 1, mine = rank + 1;
+	std::vector<int64_t> ones(kMixedLen, 1), adds(kArray, mine);
+	std::vector<double> dadds(kArray, 0.5 * (rank + 1));
+	int64_t cmp = 0, casAttempts = 0, prevTicket = -1;
+	ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+	for (int it = 0; it < kIters; ++it) {
+		/* A ticket: the counter before my increment. */
+		int64_t ticket = -1;
+		ASSERT_EQ(rma_fetch_and_op(&one, &ticket, RMA_INT64_T, 0, kCounter, RMA_SUM, win), RMA_SUCCESS);
+		/* Arrays: queued accumulates on every element. */
+		ASSERT_EQ(rma_accumulate(adds.data(), kArray, RMA_INT64_T, 0, kIntArray, kArray, RMA_INT64_T, RMA_SUM,
+					 win),
+			  RMA_SUCCESS);
+		ASSERT_EQ(rma_accumulate(dadds.data(), kArray, RMA_DOUBLE, 0, kDoubleArray, kArray, RMA_DOUBLE,
+					 RMA_SUM, win),
+			  RMA_SUCCESS);
+		/* MAXLOC on every pair. */
+		DoubleInt mineP[kNumPairs];
+		for (int e = 0; e < kNumPairs; ++e)
+			mineP[e] = { pairValue(rank, it, e), pairIndex(rank, it) };
+		ASSERT_EQ(rma_accumulate(mineP, kNumPairs, RMA_DOUBLE_INT, 0, kPairs, kNumPairs, RMA_DOUBLE_INT,
+					 RMA_MAXLOC, win),
+			  RMA_SUCCESS);
+		/* Overlap: the whole mixed array by accumulate, its first elements by fetch_and_op too. */
+		ASSERT_EQ(rma_accumulate(ones.data(), kMixedLen, RMA_INT64_T, 0, kMixed, kMixedLen, RMA_INT64_T,
+					 RMA_SUM, win),
+			  RMA_SUCCESS);
+		int64_t ignored[kMixedFop];
+		for (int e = 0; e < kMixedFop; ++e) {
+			ASSERT_EQ(rma_fetch_and_op(&one, &ignored[e], RMA_INT64_T, 0, kMixed + e, RMA_SUM, win),
+				  RMA_SUCCESS);
+		}
+		ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+		ASSERT_GE(ticket, 0);
+		ASSERT_GT(ticket, prevTicket) << "my own fetch_and_ops went backwards";
+		prevTicket = ticket;
+		tickets.at(rank * kIters + it).store(ticket);
+
+		/* One CAS-based increment: retry with what the target held until the swap takes. */
+		for (;;) {
+			int64_t want = cmp + 1, got = -1;
+			ASSERT_EQ(rma_compare_and_swap(&want, &cmp, &got, RMA_INT64_T, 0, kCasCounter, win),
+				  RMA_SUCCESS);
+			ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+			++casAttempts;
+			if (got == cmp) {
+				cmp = want;
+				break;
+			}
+			ASSERT_GT(got, cmp) << "the CAS counter went backwards";
+			cmp = got;
+			ASSERT_LT(casAttempts, 1000000) << "CAS never succeeds";
+		}
+	}
+	ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+	rma_barrier(RMA_COMM_WORLD);
+
+	if (rank == 0) {
+		rma_win_sync(win);
+		const int64_t n = static_cast<int64_t>(size) * kIters;
+		EXPECT_EQ(base[kCounter], n);
+		EXPECT_EQ(base[kCasCounter], n);
+		int64_t perIter = 0;
+		for (int r = 0; r < size; ++r)
+			perIter += r + 1;
+		auto *doubles = reinterpret_cast<double *>(base + kDoubleArray);
+		for (int e = 0; e < kArray; ++e) {
+			EXPECT_EQ(base[kIntArray + e], perIter * kIters) << "int64 element " << e;
+			EXPECT_EQ(doubles[e], 0.5 * static_cast<double>(perIter * kIters)) << "double element " << e;
+		}
+		for (int e = 0; e < kMixedLen; ++e) {
+			EXPECT_EQ(base[kMixed + e], e < kMixedFop ? 2 * n : n) << "mixed element " << e;
+		}
+		/* MAXLOC: the largest value, and of its holders the smallest index. */
+		auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
+		for (int e = 0; e < kNumPairs; ++e) {
+			DoubleInt want{ -1.0, 1 << 30 };
+			for (int r = 0; r < size; ++r) {
+				for (int it = 0; it < kIters; ++it) {
+					double v = pairValue(r, it, e);
+					if (v > want.v || (v == want.v && pairIndex(r, it) < want.i))
+						want = { v, pairIndex(r, it) };
+				}
+			}
+			EXPECT_EQ(pairs[e].v, want.v) << "pair " << e;
+			EXPECT_EQ(pairs[e].i, want.i) << "pair " << e;
+		}
+		/* Tickets: each of 0..n-1 handed out exactly once. */
+		std::vector<int64_t> all;
+		for (int64_t i = 0; i < n; ++i)
+			all.push_back(tickets.at(static_cast<int>(i)).load());
+		std::sort(all.begin(), all.end());
+		for (int64_t i = 0; i < n; ++i) {
+			ASSERT_EQ(all[i], i) << "fetch_and_op tickets are not 0..n-1 once each";
+		}
+	}
+	rma_barrier(RMA_COMM_WORLD);
+	ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+	ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+}
+
 TEST_P(ContentionTest, ConcurrentAccumulatesOnTheSameElementsAreExact)
 {
 	auto [path, progress, ranks] = GetParam();
 	AccKnobs knobs(path, progress);
-	EXPECT_RANKS_PASS(runRanks(ranks, [](int) {
-		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-		const int rank = worldRank(), size = worldSize();
-		SharedWords tickets(size * kIters);
-		int64_t *base;
-		rma_win win;
-		ASSERT_EQ(rma_win_allocate(rank == 0 ? kWindowUnits * 8 : 0, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base,
-					   &win),
-			  RMA_SUCCESS);
-		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
-		if (rank == 0) {
-			auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
-			for (int e = 0; e < kNumPairs; ++e)
-				pairs[e] = { -1.0, 1 << 30 };
-		}
-		rma_barrier(RMA_COMM_WORLD);
+	EXPECT_RANKS_PASS(runRanks(ranks, contendOnRankZero));
+}
 
-		const int64_t one = 1, mine = rank + 1;
-		std::vector<int64_t> ones(kMixedLen, 1), adds(kArray, mine);
-		std::vector<double> dadds(kArray, 0.5 * (rank + 1));
-		int64_t cmp = 0, casAttempts = 0, prevTicket = -1;
-		ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
-		for (int it = 0; it < kIters; ++it) {
-			/* A ticket: the counter before my increment. */
-			int64_t ticket = -1;
-			ASSERT_EQ(rma_fetch_and_op(&one, &ticket, RMA_INT64_T, 0, kCounter, RMA_SUM, win), RMA_SUCCESS);
-			/* Arrays: queued accumulates on every element. */
-			ASSERT_EQ(rma_accumulate(adds.data(), kArray, RMA_INT64_T, 0, kIntArray, kArray, RMA_INT64_T, RMA_SUM,
-						 win),
-				  RMA_SUCCESS);
-			ASSERT_EQ(rma_accumulate(dadds.data(), kArray, RMA_DOUBLE, 0, kDoubleArray, kArray, RMA_DOUBLE,
-						 RMA_SUM, win),
-				  RMA_SUCCESS);
-			/* MAXLOC on every pair. */
-			DoubleInt mineP[kNumPairs];
-			for (int e = 0; e < kNumPairs; ++e)
-				mineP[e] = { pairValue(rank, it, e), pairIndex(rank, it) };
-			ASSERT_EQ(rma_accumulate(mineP, kNumPairs, RMA_DOUBLE_INT, 0, kPairs, kNumPairs, RMA_DOUBLE_INT,
-						 RMA_MAXLOC, win),
-				  RMA_SUCCESS);
-			/* Overlap: the whole mixed array by accumulate, its first elements by fetch_and_op too. */
-			ASSERT_EQ(rma_accumulate(ones.data(), kMixedLen, RMA_INT64_T, 0, kMixed, kMixedLen, RMA_INT64_T,
-						 RMA_SUM, win),
-				  RMA_SUCCESS);
-			int64_t ignored[kMixedFop];
-			for (int e = 0; e < kMixedFop; ++e) {
-				ASSERT_EQ(rma_fetch_and_op(&one, &ignored[e], RMA_INT64_T, 0, kMixed + e, RMA_SUM, win),
-					  RMA_SUCCESS);
-			}
-			ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
-			ASSERT_GE(ticket, 0);
-			ASSERT_GT(ticket, prevTicket) << "my own fetch_and_ops went backwards";
-			prevTicket = ticket;
-			tickets.at(rank * kIters + it).store(ticket);
-
-			/* One CAS-based increment: retry with what the target held until the swap takes. */
-			for (;;) {
-				int64_t want = cmp + 1, got = -1;
-				ASSERT_EQ(rma_compare_and_swap(&want, &cmp, &got, RMA_INT64_T, 0, kCasCounter, win),
-					  RMA_SUCCESS);
-				ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
-				++casAttempts;
-				if (got == cmp) {
-					cmp = want;
-					break;
-				}
-				ASSERT_GT(got, cmp) << "the CAS counter went backwards";
-				cmp = got;
-				ASSERT_LT(casAttempts, 1000000) << "CAS never succeeds";
-			}
-		}
-		ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
-		rma_barrier(RMA_COMM_WORLD);
-
-		if (rank == 0) {
-			rma_win_sync(win);
-			const int64_t n = static_cast<int64_t>(size) * kIters;
-			EXPECT_EQ(base[kCounter], n);
-			EXPECT_EQ(base[kCasCounter], n);
-			int64_t perIter = 0;
-			for (int r = 0; r < size; ++r)
-				perIter += r + 1;
-			auto *doubles = reinterpret_cast<double *>(base + kDoubleArray);
-			for (int e = 0; e < kArray; ++e) {
-				EXPECT_EQ(base[kIntArray + e], perIter * kIters) << "int64 element " << e;
-				EXPECT_EQ(doubles[e], 0.5 * static_cast<double>(perIter * kIters)) << "double element " << e;
-			}
-			for (int e = 0; e < kMixedLen; ++e) {
-				EXPECT_EQ(base[kMixed + e], e < kMixedFop ? 2 * n : n) << "mixed element " << e;
-			}
-			/* MAXLOC: the largest value, and of its holders the smallest index. */
-			auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
-			for (int e = 0; e < kNumPairs; ++e) {
-				DoubleInt want{ -1.0, 1 << 30 };
-				for (int r = 0; r < size; ++r) {
-					for (int it = 0; it < kIters; ++it) {
-						double v = pairValue(r, it, e);
-						if (v > want.v || (v == want.v && pairIndex(r, it) < want.i))
-							want = { v, pairIndex(r, it) };
-					}
-				}
-				EXPECT_EQ(pairs[e].v, want.v) << "pair " << e;
-				EXPECT_EQ(pairs[e].i, want.i) << "pair " << e;
-			}
-			/* Tickets: each of 0..n-1 handed out exactly once. */
-			std::vector<int64_t> all;
-			for (int64_t i = 0; i < n; ++i)
-				all.push_back(tickets.at(static_cast<int>(i)).load());
-			std::sort(all.begin(), all.end());
-			for (int64_t i = 0; i < n; ++i) {
-				ASSERT_EQ(all[i], i) << "fetch_and_op tickets are not 0..n-1 once each";
-			}
-		}
-		rma_barrier(RMA_COMM_WORLD);
-		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
-		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
-	}));
+/*
+ * A kernel without membarrier() (RMA_NO_MEMBARRIER=1 stands in for one):
+ * windows keep origin atomics and the atomic ring, with no plain mode, and
+ * the same mix stays exact.
+ */
+TEST(ContentionWithoutMembarrierTest, AtomicsAndArraysStillCompose)
+{
+	AccKnobs knobs(AccPath::Auto, Progress::Thread);
+	ScopedEnv noMembarrier("RMA_NO_MEMBARRIER", "1");
+	EXPECT_RANKS_PASS(runRanks(2, contendOnRankZero));
 }
 
 std::string knobName(AccPath path, Progress progress)
