@@ -1133,6 +1133,10 @@ RMA_API int rma_win_flush_local_all(rma_win win);
  * done by the origin with atomic instructions; the rest is queued on the
  * target's ring and applied by a progress agent (or by the origin itself
  * while it waits for completion), never by the target process's own thread.
+ * A contiguous operation larger than 16 bytes is applied in place by the
+ * origin when no one else is applying to that target; it may make one
+ * membarrier() system call, after which a run of such operations within
+ * 20 us makes none. Operations of up to 16 bytes make no system call.
  *
  * Errors (as rma_put(), plus): RMA_ERR_OP for RMA_OP_NULL, an unknown op, or
  * an op not defined on the type (the message names both); RMA_ERR_TYPE when
