@@ -1136,7 +1136,8 @@ RMA_API int rma_win_flush_local_all(rma_win win);
  * A contiguous operation larger than 16 bytes is applied in place by the
  * origin when no one else is applying to that target; it may make one
  * membarrier() system call, after which a run of such operations within
- * 20 us makes none. Operations of up to 16 bytes make no system call.
+ * 20 us makes none. Operations done by origin atomics make no system
+ * call; a queued one wakes a parked progress thread (one futex call) at most.
  *
  * Errors (as rma_put(), plus): RMA_ERR_OP for RMA_OP_NULL, an unknown op, or
  * an op not defined on the type (the message names both); RMA_ERR_TYPE when
