@@ -35,6 +35,8 @@ namespace librma {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test::SharedMemory;
+using test::waitFor;
 using namespace std::chrono_literals;
 
 #ifdef __SANITIZE_THREAD__
@@ -42,18 +44,6 @@ constexpr bool kThreadSanitizer = true;
 #else
 constexpr bool kThreadSanitizer = false;
 #endif
-
-template<typename Pred>
-bool waitFor(Pred &&pred, Clock::duration timeout)
-{
-	auto deadline = Clock::now() + timeout;
-	while (!pred()) {
-		if (Clock::now() > deadline)
-			return false;
-		std::this_thread::sleep_for(100us);
-	}
-	return true;
-}
 
 /*
  * A source with a counter of published items; poll() consumes them all.
@@ -370,9 +360,9 @@ TEST(ProgressAgentThreadTest, ARingFromAnotherProcessWakesTheAgent)
 		Doorbell bell;
 		FakeSource source;
 	};
-	void *mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(mem, MAP_FAILED);
-	auto *shared = new (mem) Shared{};
+	SharedMemory mem(sizeof(Shared));
+	ASSERT_NE(mem.data(), nullptr);
+	auto *shared = new (mem.data()) Shared{};
 	{
 		ProgressAgent agent(&shared->bell, quickPark(-1));
 		ASSERT_EQ(agent.addSource(shared->source.source()), RMA_SUCCESS);
@@ -393,7 +383,6 @@ TEST(ProgressAgentThreadTest, ARingFromAnotherProcessWakesTheAgent)
 		EXPECT_EQ(shared->bell.wakesIssued(), 1u);
 		agent.stop();
 	}
-	munmap(mem, sizeof(Shared));
 }
 
 TEST(ProgressAgentThreadTest, AChildForkedWhileItRunsUsesTheAgentAfresh)
@@ -567,9 +556,9 @@ void setProgressEnv(const char *mode, const char *core)
 TEST(ProgressRuntimeTest, RanksShareTheHostDoorbellsAndWakeEachOthersThreads)
 {
 	/* Inherited by every forked rank: rank 0 produces, rank 1's thread consumes. */
-	void *mem = mmap(nullptr, sizeof(FakeSource), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(mem, MAP_FAILED);
-	auto *shared = new (mem) FakeSource{};
+	SharedMemory mem(sizeof(FakeSource));
+	ASSERT_NE(mem.data(), nullptr);
+	auto *shared = new (mem.data()) FakeSource{};
 	EXPECT_RANKS_PASS(test::runRanks(3, [&](int rank) {
 		setProgressEnv("thread", nullptr);
 		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
@@ -609,7 +598,6 @@ TEST(ProgressRuntimeTest, RanksShareTheHostDoorbellsAndWakeEachOthersThreads)
 		EXPECT_FALSE(localAgent().running()) << "finalize stops the thread";
 		EXPECT_EQ(hostDoorbell(0), nullptr);
 	}));
-	munmap(mem, sizeof(FakeSource));
 }
 
 TEST(ProgressRuntimeTest, AgentModeRunsOneThreadInRankZeroPinnedToTheCore)

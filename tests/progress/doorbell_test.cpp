@@ -22,48 +22,15 @@
 #include <gtest/gtest.h>
 
 #include "common/spin_wait.h"
+#include "support/multiproc.h"
 
 namespace librma {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using test::SharedMemory;
+using test::waitFor;
 using namespace std::chrono_literals;
-
-/* A MAP_SHARED | MAP_ANONYMOUS mapping: forked children share it. */
-class SharedMemory
-{
-public:
-	explicit SharedMemory(std::size_t bytes) : bytes_(bytes)
-	{
-		void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		data_ = p == MAP_FAILED ? nullptr : p;
-	}
-	~SharedMemory()
-	{
-		if (data_)
-			munmap(data_, bytes_);
-	}
-	SharedMemory(const SharedMemory &) = delete;
-	SharedMemory &operator=(const SharedMemory &) = delete;
-	void *data() const { return data_; }
-
-private:
-	void *data_ = nullptr;
-	std::size_t bytes_;
-};
-
-/* Poll @pred every 100 us until it holds or @timeout passes. */
-template<typename Pred>
-bool waitFor(Pred &&pred, Clock::duration timeout)
-{
-	auto deadline = Clock::now() + timeout;
-	while (!pred()) {
-		if (Clock::now() > deadline)
-			return false;
-		std::this_thread::sleep_for(100us);
-	}
-	return true;
-}
 
 /* A doorbell and a work counter, each on its own lines, as the runtime lays them out. */
 struct Handshake {

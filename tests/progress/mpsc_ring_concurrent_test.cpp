@@ -35,29 +35,8 @@ namespace librma {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/* A MAP_SHARED | MAP_ANONYMOUS mapping: forked children share it. */
-class SharedMemory
-{
-public:
-	explicit SharedMemory(std::size_t bytes) : bytes_(bytes)
-	{
-		void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		data_ = p == MAP_FAILED ? nullptr : p;
-	}
-	~SharedMemory()
-	{
-		if (data_)
-			munmap(data_, bytes_);
-	}
-	SharedMemory(const SharedMemory &) = delete;
-	SharedMemory &operator=(const SharedMemory &) = delete;
-	void *data() const { return data_; }
-
-private:
-	void *data_ = nullptr;
-	std::size_t bytes_;
-};
+using test::SharedMemory;
+using test::waitFor;
 
 /* Every record starts with this stamp; the rest is a pattern the checksum covers. */
 struct Stamp {

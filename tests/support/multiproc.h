@@ -8,8 +8,13 @@
  */
 #pragma once
 
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/launcher.h"
@@ -85,6 +90,43 @@ CapturedStdio captureStdio(const std::function<void()> &fn);
 
 /* Status as the launcher reports it: exit code, or 128 + signal. */
 int exitStatus(int waitStatus);
+
+/* A MAP_SHARED | MAP_ANONYMOUS mapping (zero-filled): forked children share it. */
+class SharedMemory
+{
+public:
+	explicit SharedMemory(std::size_t bytes) : bytes_(bytes)
+	{
+		void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		data_ = p == MAP_FAILED ? nullptr : p;
+	}
+	~SharedMemory()
+	{
+		if (data_)
+			munmap(data_, bytes_);
+	}
+	SharedMemory(const SharedMemory &) = delete;
+	SharedMemory &operator=(const SharedMemory &) = delete;
+	/* nullptr if the mapping failed. */
+	void *data() const { return data_; }
+
+private:
+	void *data_ = nullptr;
+	std::size_t bytes_;
+};
+
+/* Poll @pred every 100 us until it holds or @timeout passes; false on timeout. */
+template<typename Pred>
+bool waitFor(Pred &&pred, std::chrono::steady_clock::duration timeout)
+{
+	auto deadline = std::chrono::steady_clock::now() + timeout;
+	while (!pred()) {
+		if (std::chrono::steady_clock::now() > deadline)
+			return false;
+		std::this_thread::sleep_for(std::chrono::microseconds(100));
+	}
+	return true;
+}
 
 } /* namespace librma::test */
 

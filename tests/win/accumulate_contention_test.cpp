@@ -240,13 +240,7 @@ TEST_P(TrulyPassiveTest, OriginsFinishWhileTheTargetComputes)
 		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
 		rma_barrier(RMA_COMM_WORLD);
 		if (rank == 0) {
-			/* Pure computation until both origins are done (bounded by 20 s). */
-			volatile double x = 1.0;
-			auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-			while (flags.at(0).load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < end)
-				for (int i = 0; i < 1000; ++i)
-					x = x * 1.0000001 + 1e-9;
-			EXPECT_EQ(flags.at(0).load(), 2) << "origins could not finish while the target computed";
+			EXPECT_TRUE(computeUntil(flags, 0, 2)) << "origins could not finish while the target computed";
 		} else {
 			std::vector<int64_t> ones(kPassiveLen, 1);
 			const int64_t one = 1;

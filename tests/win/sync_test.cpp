@@ -42,71 +42,6 @@ const char *modeName(Mode m)
 	return "?";
 }
 
-int worldRank()
-{
-	int r;
-	rma_comm_rank(RMA_COMM_WORLD, &r);
-	return r;
-}
-
-int worldSize()
-{
-	int s;
-	rma_comm_size(RMA_COMM_WORLD, &s);
-	return s;
-}
-
-/* The group of world ranks @a and @b (the same rank once if equal). */
-rma_group pairGroup(int a, int b)
-{
-	rma_group world, g;
-	rma_comm_group(RMA_COMM_WORLD, &world);
-	int ranks[2] = { a, b };
-	rma_group_incl(world, a == b ? 1 : 2, ranks, &g);
-	rma_group_free(&world);
-	return g;
-}
-
-/* Shared counters all ranks can load and store directly (allocate_shared memory). */
-struct SharedFlags {
-	SharedFlags()
-	{
-		EXPECT_EQ(rma_win_allocate_shared(worldRank() == 0 ? 64 * sizeof(int64_t) : 0, 1, RMA_INFO_NULL,
-						  RMA_COMM_WORLD, &mine, &win),
-			  RMA_SUCCESS);
-		rma_aint size;
-		int unit;
-		EXPECT_EQ(rma_win_shared_query(win, 0, &size, &unit, &base), RMA_SUCCESS);
-		rma_barrier(RMA_COMM_WORLD);
-	}
-	/* Collective, like any window free: every rank destroys its flags at the same point. */
-	~SharedFlags()
-	{
-		int finalized = 0;
-		rma_finalized(&finalized);
-		if (!finalized)
-			rma_win_free(&win);
-	}
-	std::atomic_ref<int64_t> at(int i) { return std::atomic_ref<int64_t>(base[i]); }
-
-	rma_win win = RMA_WIN_NULL;
-	int64_t *mine = nullptr;
-	int64_t *base = nullptr;
-};
-
-/* Spin until @pred or @seconds pass; false on timeout. */
-template<typename Pred>
-bool eventually(Pred pred, double seconds = 10)
-{
-	auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-	while (!pred()) {
-		if (std::chrono::steady_clock::now() > end)
-			return false;
-		std::this_thread::yield();
-	}
-	return true;
-}
-
 class ModeTest : public ::testing::TestWithParam<std::tuple<Mode, int>>
 {
 };
@@ -295,7 +230,7 @@ TEST(LockTest, SharedLocksOverlap)
 {
 	EXPECT_RANKS_PASS(runRanks(3, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			  SharedFlags flags;
+			  SharedWords flags;
 			  rma_win win;
 			  void *base;
 			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
@@ -317,7 +252,7 @@ TEST(LockTest, ExclusiveExcludesSharedAndLockAll)
 {
 	EXPECT_RANKS_PASS(runRanks(4, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			  SharedFlags flags; /* 0: exclusive holder inside, 1: it has let go */
+			  SharedWords flags; /* 0: exclusive holder inside, 1: it has let go */
 			  rma_win win;
 			  void *base;
 			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
@@ -349,7 +284,7 @@ TEST(LockTest, SharedStreamDoesNotStarveExclusive)
 {
 	EXPECT_RANKS_PASS(runRanks(3, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			  SharedFlags flags; /* 0: exclusive done */
+			  SharedWords flags; /* 0: exclusive done */
 			  rma_win win;
 			  void *base;
 			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
@@ -383,7 +318,7 @@ TEST(LockTest, TargetBusyComputingIsTrulyPassive)
 {
 	EXPECT_RANKS_PASS(runRanks(3, [](int) {
 			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			  SharedFlags flags; /* 0: origins done; 1: target stopped computing */
+			  SharedWords flags; /* 0: origins done; 1: target stopped computing */
 			  const int rank = worldRank();
 			  int64_t *base;
 			  rma_win win;
@@ -392,13 +327,7 @@ TEST(LockTest, TargetBusyComputingIsTrulyPassive)
 				    RMA_SUCCESS);
 			  rma_barrier(RMA_COMM_WORLD);
 			  if (rank == 0) {
-				  /* Pure computation until both origins are done (bounded by 20 s). */
-				  volatile double x = 1.0;
-				  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-				  while (flags.at(0).load(std::memory_order_relaxed) < 2 && std::chrono::steady_clock::now() < end)
-					  for (int i = 0; i < 1000; ++i)
-						  x = x * 1.0000001 + 1e-9;
-				  EXPECT_EQ(flags.at(0).load(), 2) << "origins could not finish while the target computed";
+				  EXPECT_TRUE(computeUntil(flags, 0, 2)) << "origins could not finish while the target computed";
 			  } else {
 				  for (int i = 0; i < 200; ++i) {
 					  int type = i % 2 ? RMA_LOCK_SHARED : RMA_LOCK_EXCLUSIVE;
@@ -676,7 +605,7 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 		3,
 		[okFile](int) {
 			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			SharedFlags flags;
+			SharedWords flags;
 			rma_win win;
 			void *base;
 			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);

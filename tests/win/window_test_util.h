@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <rma/rma.h>
@@ -162,6 +166,93 @@ inline std::string errorText(int code)
 	int len = 0;
 	rma_error_string(code, buf, &len);
 	return std::string(buf, len);
+}
+
+/* ---- Helpers for multi-rank bodies (call inside a rank, after rma_init) ---- */
+
+inline int worldRank()
+{
+	int r = -1;
+	rma_comm_rank(RMA_COMM_WORLD, &r);
+	return r;
+}
+
+inline int worldSize()
+{
+	int s = 0;
+	rma_comm_size(RMA_COMM_WORLD, &s);
+	return s;
+}
+
+/* The group of world ranks @a and @b (the same rank once if equal). */
+inline rma_group pairGroup(int a, int b)
+{
+	rma_group world, g;
+	rma_comm_group(RMA_COMM_WORLD, &world);
+	int ranks[2] = { a, b };
+	rma_group_incl(world, a == b ? 1 : 2, ranks, &g);
+	rma_group_free(&world);
+	return g;
+}
+
+/* Words every rank loads and stores directly (allocate_shared memory of rank 0); collective. */
+class SharedWords
+{
+public:
+	explicit SharedWords(int words = 64)
+	{
+		int64_t *mine = nullptr;
+		EXPECT_EQ(rma_win_allocate_shared(worldRank() == 0 ? words * sizeof(int64_t) : 0, 1, RMA_INFO_NULL,
+						  RMA_COMM_WORLD, &mine, &win_),
+			  RMA_SUCCESS);
+		rma_aint size;
+		int unit;
+		EXPECT_EQ(rma_win_shared_query(win_, 0, &size, &unit, &base_), RMA_SUCCESS);
+		rma_barrier(RMA_COMM_WORLD);
+	}
+	/* Collective, like any window free: every rank destroys its words at the same point. */
+	~SharedWords()
+	{
+		int finalized = 0;
+		rma_finalized(&finalized);
+		if (!finalized)
+			rma_win_free(&win_);
+	}
+	SharedWords(const SharedWords &) = delete;
+	SharedWords &operator=(const SharedWords &) = delete;
+
+	std::atomic_ref<int64_t> at(int i) { return std::atomic_ref<int64_t>(base_[i]); }
+
+private:
+	rma_win win_ = RMA_WIN_NULL;
+	int64_t *base_ = nullptr;
+};
+
+/* Spin until @pred or @seconds pass; false on timeout. */
+template<typename Pred>
+bool eventually(Pred pred, double seconds = 10)
+{
+	auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+	while (!pred()) {
+		if (std::chrono::steady_clock::now() > end)
+			return false;
+		std::this_thread::yield();
+	}
+	return true;
+}
+
+/*
+ * A truly passive target: pure computation, no librma call, until
+ * @words.at(@index) reaches @value (bounded by 20 s). False if it never did.
+ */
+inline bool computeUntil(SharedWords &words, int index, int64_t value)
+{
+	volatile double x = 1.0;
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	while (words.at(index).load(std::memory_order_relaxed) < value && std::chrono::steady_clock::now() < end)
+		for (int i = 0; i < 1000; ++i)
+			x = x * 1.0000001 + 1e-9;
+	return words.at(index).load() >= value;
 }
 
 } /* namespace rmatest */
