@@ -601,6 +601,7 @@ int Window::accumulate(const char *call, const AccArgs &a)
 		if (opAllowed(op, elem) && (op != Op::NoOp || a.result) && !isPairElem(elem) && a.disp >= 0 &&
 		    !__builtin_mul_overflow(a.disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
 		    bytes <= t.size - offset && offset <= t.size &&
+		    /* Relaxed: a hint for the choice; applyInPlace() reads it again under the role. */
 		    (bytes >= kInPlaceBytes || accLines_[a.target].plainMode.load(std::memory_order_relaxed))) {
 			TargetView view = t;
 			view.base = t.base + offset;
@@ -696,6 +697,7 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 		}
 	}
 	/* Large, or small while the target is in plain mode (origin atomics must stay away then). */
+	/* Relaxed: a hint for the choice; applyInPlace() reads it again under the role. */
 	const bool plainNow = accLines_[a.target].plainMode.load(std::memory_order_relaxed) != 0;
 	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && (bytes >= kInPlaceBytes || plainNow) &&
 	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_) && !noPlainMode_) {
@@ -768,8 +770,11 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 		const size_t len = std::min(chunk, static_cast<size_t>(bytes) - off);
 		h.skip = off;
 		h.dataBytes = len;
-		if (fetch)
-			RMA_TRY(reserveReply(call, len, *reinterpret_cast<size_t *>(&h.replyOffset)));
+		if (fetch) {
+			size_t replyOffset;
+			RMA_TRY(reserveReply(call, len, replyOffset));
+			h.replyOffset = replyOffset;
+		}
 		RMA_TRY(queueRecord(call, t, kRecordAccumulate, h, runs, data ? data + off : nullptr, data ? len : 0));
 		if (fetch) {
 			if (dest)
@@ -829,6 +834,7 @@ int Window::enterPlain(const char *call, int t)
 		 * is always correct. Nobody can have seen plainMode = 1 as a reason
 		 * to apply plainly: only the role's holder (us) applies.
 		 */
+		/* Relaxed: no plain store was made; only the role's holder (us) reads it as a license. */
 		line.plainMode.store(0, std::memory_order_relaxed);
 		noPlainMode_ = true;
 		return RMA_SUCCESS;
@@ -839,6 +845,7 @@ int Window::enterPlain(const char *call, int t)
 		int rc = waitUntil(call, "an origin's atomic operation", r,
 				   [&busy] { return busy.load(std::memory_order_acquire) == 0; });
 		if (rc != RMA_SUCCESS) {
+			/* Relaxed: as above, nothing was applied plainly. */
 			line.plainMode.store(0, std::memory_order_relaxed);
 			return rc;
 		}
@@ -900,6 +907,7 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
 		/* Stay plain for the lease; a later holder ends it (endExpiredLease). */
 		if (!plainApply_)
+			/* Relaxed: read by later holders of the role, ordered by its release below. */
 			line.plainSince.store(monotonicNs(), std::memory_order_relaxed);
 		outcome = InPlace::Done;
 	}
