@@ -921,7 +921,9 @@ int Bench::sizeSweep()
 			blocks = timeBlocks(iters, block, one);
 		}
 		if (o_.test == Test::Contention && o_.verify && atomicOp() && o_.op != Operation::Cas)
-			for (auto [off, len] : l.blocks)
+			for (const auto &run : l.blocks) {
+				/* Named copies: C++20 lambdas may not capture structured bindings (clang refuses). */
+				const size_t off = run.first, len = run.second;
 				for (size_t i = 0; i < len; i += static_cast<size_t>(es))
 					withType(elem_, [&](auto zero) {
 						using T = decltype(zero);
@@ -930,6 +932,7 @@ int Bench::sizeSweep()
 						t = static_cast<T>(t + static_cast<T>(nOrigins * (skip + iters) * ops));
 						std::memcpy(expect.data() + off + i, &t, sizeof(T));
 					});
+			}
 		if (o_.test == Test::Contention) {
 			if (origin_)
 				gathered_.insert(gathered_.end(), blocks.begin(), blocks.end());

@@ -160,7 +160,7 @@ int queried(const char *call, rma_datatype h, const Datatype *&t, Out *...out)
 	t = lookupDatatype(h);
 	if (!t)
 		return invalidType(call, h);
-	if (((out == nullptr) || ...))
+	if ((... || !out))
 		return nullArg(call, "an output argument");
 	return RMA_SUCCESS;
 }

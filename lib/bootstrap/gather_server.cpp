@@ -220,8 +220,7 @@ void GatherServer::sendError(int rank, int errorClass, const std::string &messag
 	auto body = std::make_shared<std::vector<std::byte>>();
 	ErrorReply header = { MsgType::Error, errorClass, static_cast<uint32_t>(message.size()), 0 };
 	appendPod(*body, header);
-	const auto *text = reinterpret_cast<const std::byte *>(message.data());
-	body->insert(body->end(), text, text + message.size());
+	appendBytes(*body, message.data(), message.size());
 	outboxes_[rank].push_back({ *body, {}, body });
 }
 

@@ -742,7 +742,9 @@ void Job::finishOutput(int rank, int stream)
 void Job::emitLines(int rank, int stream, bool final)
 {
 	std::string &text = ranks_[rank].partial[stream];
-	std::string tag = "[" + std::to_string(rank) + "] ";
+	std::string tag(1, '[');
+	tag += std::to_string(rank);
+	tag += "] ";
 	std::string out;
 	std::size_t start = 0;
 	for (;;) {

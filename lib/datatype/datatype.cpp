@@ -347,8 +347,13 @@ std::string describe(const TypeArgs &a)
 	}
 	case Combiner::Subarray: {
 		std::string s = std::string(what) + "(";
-		for (size_t i = 0; i < a.sizes.size(); ++i)
-			s += (i ? "x" : "") + std::to_string(a.subsizes[i]) + "/" + std::to_string(a.sizes[i]);
+		for (size_t i = 0; i < a.sizes.size(); ++i) {
+			if (i)
+				s += 'x';
+			s += std::to_string(a.subsizes[i]);
+			s += '/';
+			s += std::to_string(a.sizes[i]);
+		}
 		return s + (a.order == RMA_ORDER_C ? " C, " : " Fortran, ") + old + ")";
 	}
 	case Combiner::Resized:

@@ -121,7 +121,9 @@ uint64_t cgroupHeadroom()
 		size_t second = first == std::string::npos ? first : line.find(':', first + 1);
 		if (second == std::string::npos)
 			continue;
-		std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+		std::string controllers(1, ',');
+		controllers.append(line, first + 1, second - first - 1);
+		controllers += ',';
 		std::string path = line.substr(second + 1);
 		if (line.starts_with("0::"))
 			best = std::min(best, cgroupV2Headroom(path));
