@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rmabench's output formats. The JSON is flat and small; the reader below
- * accepts what the writer produces (objects, arrays, strings, numbers) and
- * rejects anything else, which is all compare and plot need.
+ * rmabench's output formats: the table, CSV, JSON (nlohmann-json, read back
+ * by compare and plot) and SVG.
  */
 #include "rmabench_report.h"
 
@@ -12,27 +11,11 @@
 #include <cstdlib>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 namespace rmabench {
 
 namespace {
-
-std::string jsonString(const std::string &s)
-{
-	std::string out = "\"";
-	for (char c : s) {
-		if (c == '"' || c == '\\') {
-			out += '\\';
-			out += c;
-		} else if (static_cast<unsigned char>(c) < 0x20) {
-			char esc[8];
-			std::snprintf(esc, sizeof(esc), "\\u%04x", c);
-			out += esc;
-		} else {
-			out += c;
-		}
-	}
-	return out + "\"";
-}
 
 std::string xmlEscape(const std::string &s)
 {
@@ -75,164 +58,6 @@ const char *valueName(const std::string &unit)
 {
 	return unit == "us" ? "Latency(us)" : unit == "MB/s" ? "MB/s" : "Mops/s";
 }
-
-/* ---- A reader for the JSON printJson writes ------------------------------------ */
-
-struct Value {
-	enum Kind { Null, Number, String, Object, Array } kind = Null;
-	double number = 0;
-	std::string string;
-	std::vector<std::pair<std::string, Value>> object;
-	std::vector<Value> array;
-
-	const Value *find(const std::string &key) const
-	{
-		for (const auto &kv : object)
-			if (kv.first == key)
-				return &kv.second;
-		return nullptr;
-	}
-};
-
-class Reader
-{
-public:
-	explicit Reader(const std::string &t) : t_(t) {}
-	bool parse(Value &v)
-	{
-		if (!value(v, 0))
-			return false;
-		ws();
-		return i_ == t_.size() || fail("trailing text");
-	}
-	std::string error;
-
-private:
-	bool fail(const char *what)
-	{
-		if (error.empty())
-			error = std::string(what) + " at offset " + std::to_string(i_);
-		return false;
-	}
-	void ws()
-	{
-		while (i_ < t_.size() && std::isspace(static_cast<unsigned char>(t_[i_])))
-			++i_;
-	}
-	bool str(std::string &out)
-	{
-		if (t_[i_] != '"')
-			return fail("expected a string");
-		for (++i_; i_ < t_.size(); ++i_) {
-			char c = t_[i_];
-			if (c == '"') {
-				++i_;
-				return true;
-			}
-			if (static_cast<unsigned char>(c) < 0x20)
-				return fail("control character in a string");
-			if (c == '\\') {
-				if (++i_ >= t_.size())
-					break;
-				char e = t_[i_];
-				if (e == 'u') {
-					if (i_ + 4 >= t_.size())
-						break;
-					out += static_cast<char>(std::strtol(t_.substr(i_ + 1, 4).c_str(), nullptr, 16));
-					i_ += 4;
-				} else {
-					out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
-				}
-				continue;
-			}
-			out += c;
-		}
-		return fail("unterminated string");
-	}
-	bool value(Value &v, int depth)
-	{
-		ws();
-		if (i_ >= t_.size() || depth > 8)
-			return fail("expected a value");
-		char c = t_[i_];
-		if (c == '{') {
-			v.kind = Value::Object;
-			++i_;
-			ws();
-			if (i_ < t_.size() && t_[i_] == '}') {
-				++i_;
-				return true;
-			}
-			for (;;) {
-				ws();
-				std::string key;
-				if (i_ >= t_.size() || !str(key))
-					return fail("expected a key");
-				ws();
-				if (i_ >= t_.size() || t_[i_++] != ':')
-					return fail("expected ':'");
-				Value child;
-				if (!value(child, depth + 1))
-					return false;
-				v.object.emplace_back(std::move(key), std::move(child));
-				ws();
-				if (i_ < t_.size() && t_[i_] == ',') {
-					++i_;
-					continue;
-				}
-				if (i_ < t_.size() && t_[i_] == '}') {
-					++i_;
-					return true;
-				}
-				return fail("expected ',' or '}'");
-			}
-		}
-		if (c == '[') {
-			v.kind = Value::Array;
-			++i_;
-			ws();
-			if (i_ < t_.size() && t_[i_] == ']') {
-				++i_;
-				return true;
-			}
-			for (;;) {
-				Value child;
-				if (!value(child, depth + 1))
-					return false;
-				v.array.push_back(std::move(child));
-				ws();
-				if (i_ < t_.size() && t_[i_] == ',') {
-					++i_;
-					continue;
-				}
-				if (i_ < t_.size() && t_[i_] == ']') {
-					++i_;
-					return true;
-				}
-				return fail("expected ',' or ']'");
-			}
-		}
-		if (c == '"') {
-			v.kind = Value::String;
-			return str(v.string);
-		}
-		if (t_.compare(i_, 4, "null") == 0) {
-			i_ += 4;
-			return true;
-		}
-		const char *start = t_.c_str() + i_;
-		char *end;
-		v.number = std::strtod(start, &end);
-		if (end == start)
-			return fail("expected a value");
-		v.kind = Value::Number;
-		i_ += static_cast<size_t>(end - start);
-		return true;
-	}
-
-	const std::string &t_;
-	size_t i_ = 0;
-};
 
 /* ---- SVG --------------------------------------------------------------------- */
 
@@ -403,74 +228,77 @@ void printCsv(FILE *out, const Run &run)
 	}
 }
 
+/* Four decimals are what the table shows; more would only be noise. */
+static double round4(double x) { return std::round(x * 1e4) / 1e4; }
+
 void printJson(FILE *out, const Run &run)
 {
-	std::string s = "{\"tool\":\"rmabench\",\"backend\":" + jsonString(run.backend) + ",\"test\":" +
-			jsonString(run.test) + ",\"what\":" + jsonString(run.what) + ",\"unit\":" + jsonString(run.unit) +
-			",\"extra\":" + jsonString(run.extraName) + ",\"header\":{";
-	for (size_t i = 0; i < run.meta.size(); ++i)
-		s += (i ? "," : "") + jsonString(run.meta[i].first) + ":" + jsonString(run.meta[i].second);
-	s += "},\"results\":[";
-	for (size_t i = 0; i < run.rows.size(); ++i) {
-		const Row &r = run.rows[i];
-		char b[320];
-		std::snprintf(b, sizeof(b),
-			      "%s{\"size\":%ld,\"iterations\":%ld,\"mean\":%.4f,\"min\":%.4f,\"median\":%.4f,\"p99\":%.4f",
-			      i ? "," : "", r.size, r.iterations, r.mean, r.min, r.median, r.p99);
-		s += b;
-		if (!run.extraName.empty()) {
-			std::snprintf(b, sizeof(b), ",\"extra\":%.4f", r.extra);
-			s += b;
-		}
-		s += "}";
+	nlohmann::ordered_json header = nlohmann::ordered_json::object();
+	for (const auto &[key, value] : run.meta)
+		header[key] = value;
+	nlohmann::ordered_json results = nlohmann::ordered_json::array();
+	for (const Row &r : run.rows) {
+		nlohmann::ordered_json row = { { "size", r.size },
+					       { "iterations", r.iterations },
+					       { "mean", round4(r.mean) },
+					       { "min", round4(r.min) },
+					       { "median", round4(r.median) },
+					       { "p99", round4(r.p99) } };
+		if (!run.extraName.empty())
+			row["extra"] = round4(r.extra);
+		results.push_back(std::move(row));
 	}
-	s += "]}\n";
+	nlohmann::ordered_json doc = { { "tool", "rmabench" }, { "backend", run.backend }, { "test", run.test },
+				       { "what", run.what },	  { "unit", run.unit },	      { "extra", run.extraName },
+				       { "header", std::move(header) }, { "results", std::move(results) } };
+	/* Invalid UTF-8 in a header value (a CPU name, say) is replaced, never fatal. */
+	std::string s = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+	s += '\n';
 	std::fputs(s.c_str(), out);
 }
 
 bool parseJson(const std::string &text, Run &run, std::string &err)
 {
-	Value root;
-	Reader reader(text);
-	if (!reader.parse(root)) {
-		err = reader.error;
+	const nlohmann::json root = nlohmann::json::parse(text, nullptr, false);
+	if (root.is_discarded()) {
+		err = "not JSON";
 		return false;
 	}
-	auto str = [&](const Value &obj, const char *key, std::string &out) {
-		const Value *v = obj.find(key);
-		if (!v || v->kind != Value::String)
+	auto str = [](const nlohmann::json &obj, const char *key, std::string &out) {
+		auto it = obj.find(key);
+		if (it == obj.end() || !it->is_string())
 			return false;
-		out = v->string;
+		out = it->get<std::string>();
 		return true;
 	};
 	std::string tool;
-	if (root.kind != Value::Object || !str(root, "tool", tool) || tool != "rmabench" ||
-	    !str(root, "backend", run.backend) || !str(root, "test", run.test) || !str(root, "unit", run.unit)) {
+	if (!root.is_object() || !str(root, "tool", tool) || tool != "rmabench" || !str(root, "backend", run.backend) ||
+	    !str(root, "test", run.test) || !str(root, "unit", run.unit)) {
 		err = "not an rmabench result (tool, backend, test, unit)";
 		return false;
 	}
 	str(root, "what", run.what);
 	str(root, "extra", run.extraName);
-	if (const Value *h = root.find("header"); h && h->kind == Value::Object)
-		for (const auto &kv : h->object)
-			if (kv.second.kind == Value::String)
-				run.meta.push_back({ kv.first, kv.second.string });
-	const Value *res = root.find("results");
-	if (!res || res->kind != Value::Array) {
+	if (auto h = root.find("header"); h != root.end() && h->is_object())
+		for (const auto &[key, value] : h->items())
+			if (value.is_string())
+				run.meta.push_back({ key, value.get<std::string>() });
+	auto res = root.find("results");
+	if (res == root.end() || !res->is_array()) {
 		err = "no results array";
 		return false;
 	}
-	for (const Value &r : res->array) {
+	for (const nlohmann::json &r : *res) {
 		Row row;
-		auto num = [&](const char *key, double &out) {
-			const Value *v = r.find(key);
-			if (!v || v->kind != Value::Number)
+		auto num = [&r](const char *key, double &out) {
+			auto it = r.find(key);
+			if (it == r.end() || !it->is_number())
 				return false;
-			out = v->number;
+			out = it->get<double>();
 			return true;
 		};
 		double size = 0, iters = 0;
-		if (r.kind != Value::Object || !num("size", size) || !num("iterations", iters) || !num("mean", row.mean) ||
+		if (!r.is_object() || !num("size", size) || !num("iterations", iters) || !num("mean", row.mean) ||
 		    !num("min", row.min) || !num("median", row.median) || !num("p99", row.p99)) {
 			err = "a result lacks size, iterations, mean, min, median or p99";
 			return false;
