@@ -178,6 +178,14 @@ typedef struct rma_status rma_status;
 
 #define RMA_PROC_NULL (-2)
 #define RMA_UNDEFINED (-32766)
+/*
+ * The address 0, as MPI_BOTTOM: a buffer argument whose datatype holds
+ * absolute addresses (from rma_get_address), on the origin, result and
+ * compare sides, and the base of a dynamic window's displacements.
+ * Buffer checks look at the first byte a datatype touches (buffer + its true
+ * lower bound), so RMA_BOTTOM with absolute displacements passes them.
+ */
+#define RMA_BOTTOM ((void *)0)
 #define RMA_MAX_ERROR_STRING 512
 #define RMA_MAX_INFO_KEY 255
 #define RMA_MAX_INFO_VAL 1024
@@ -796,10 +804,14 @@ RMA_API int rma_unpack_c(const void *inbuf, rma_count insize, rma_count *positio
 /**
  * @brief Bytes rma_pack() needs for @p incount elements of @p datatype
  *        (RMA_UNDEFINED in *size if it does not fit an int).
- * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_COUNT; RMA_ERR_COMM; RMA_ERR_ARG.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE; RMA_ERR_COUNT (negative count, or a
+ *         size that overflows an rma_count); RMA_ERR_COMM; RMA_ERR_ARG.
  */
 RMA_API int rma_pack_size(int incount, rma_datatype datatype, rma_comm comm, int *size);
-/** @brief rma_pack_size() with large counts. */
+/**
+ * @brief rma_pack_size() with large counts.
+ * @return as rma_pack_size(), and RMA_ERR_COUNT when the size overflows an rma_count.
+ */
 RMA_API int rma_pack_size_c(rma_count incount, rma_datatype datatype, rma_comm comm, rma_count *size);
 
 /* ------------------------------------------------------------------------ */
@@ -932,7 +944,8 @@ RMA_API int rma_win_free(rma_win *win);
  * @brief Window attributes, as MPI_Win_get_attr: @p attribute_val receives a
  *        pointer to the value (void* for RMA_WIN_BASE, rma_aint* for SIZE,
  *        int* for DISP_UNIT, CREATE_FLAVOR and MODEL).
- * @return RMA_SUCCESS with *flag = 1; *flag = 0 for an unknown keyval; RMA_ERR_WIN.
+ * @return RMA_SUCCESS with *flag = 1; RMA_ERR_KEYVAL for a keyval that is
+ *         not a window attribute key; RMA_ERR_WIN.
  */
 RMA_API int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag);
 
@@ -964,12 +977,19 @@ RMA_API int rma_win_get_name(rma_win win, char *win_name, int *resultlen);
  * Completion: the data is visible at the target and the origin buffer
  * reusable after the synchronization that ends the epoch (fence).
  * RMA_PROC_NULL as target is a no-op (still requires an epoch).
+ * An operation that moves no bytes (count 0, or types of size 0) succeeds
+ * once the window, the rank and the epoch are checked, whatever its types.
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_COUNT (negative
  *         count); RMA_ERR_TYPE (invalid datatype or signatures that do not
  *         match); RMA_ERR_TRUNCATE (origin data larger than the target
  *         buffer); RMA_ERR_DISP (negative displacement);
  *         RMA_ERR_RMA_RANGE (footprint outside the target window);
- *         RMA_ERR_RMA_SYNC (no access epoch open). Nothing is written on error.
+ *         RMA_ERR_RMA_SYNC (no access epoch open); RMA_ERR_BUFFER (the first
+ *         byte the origin datatype touches is NULL or in the first page:
+ *         NULL, or NULL plus a small offset; other wild pointers cannot all
+ *         be caught and fault like any bad pointer). Nothing is written on
+ *         error. The same buffer rule holds for every buffer of the
+ *         accumulate family, the request forms, rma_pack and rma_unpack.
  */
 RMA_API int rma_put(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 		    rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win);

@@ -848,7 +848,10 @@ RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val
 	case RMA_WIN_DISP_UNIT: *out = const_cast<int *>(w->localDispUnit()); break;
 	case RMA_WIN_CREATE_FLAVOR: *out = const_cast<int *>(w->flavorAttr()); break;
 	case RMA_WIN_MODEL: *out = const_cast<int *>(w->modelAttr()); break;
-	default: *flag = 0; break;
+	default:
+		*flag = 0;
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_get_attr: %d is not a window attribute key", win_keyval));
 	}
 	return RMA_SUCCESS;
 }
@@ -1064,17 +1067,7 @@ RMA_EXPORT int rma_win_flush_local_all(rma_win win)
 
 /* ---- Accumulate family ------------------------------------------------------ */
 
-namespace {
 
-/* A result buffer is needed whenever data comes back. */
-int checkResult(const char *call, const void *result, int count)
-{
-	if (!result && count > 0)
-		return makeError(RMA_ERR_BUFFER, "%s: result_addr is NULL", call);
-	return RMA_SUCCESS;
-}
-
-} /* namespace */
 
 RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
@@ -1098,16 +1091,13 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 				  rma_win win)
 {
 	return onWindow("rma_get_accumulate", win, [&](Window &w) {
-		RMA_TRY(checkResult("rma_get_accumulate", result_addr, result_count));
 		if (origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
-		    result_datatype == target_datatype && result_addr)
+		    result_datatype == target_datatype && !badPointer(result_addr))
 			return w.atomicSmall("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_count,
 					     target_rank, target_disp, op, true);
 		AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
-		static char empty;
-		if (!a.result)
-			a.result = &empty;
+		a.fetch = true;
 		return w.accumulate("rma_get_accumulate", a);
 	});
 }
@@ -1116,8 +1106,10 @@ RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_
 				rma_aint target_disp, rma_op op, rma_win win)
 {
 	return onWindow("rma_fetch_and_op", win, [&](Window &w) {
-		if (!result_addr) [[unlikely]]
-			return checkResult("rma_fetch_and_op", result_addr, 1);
+		if (badPointer(result_addr) || (op != RMA_NO_OP && badPointer(origin_addr))) [[unlikely]]
+			return makeError(RMA_ERR_BUFFER, "rma_fetch_and_op: the %s buffer %p is NULL or in the first page",
+					 badPointer(result_addr) ? "result" : "origin",
+					 badPointer(result_addr) ? result_addr : origin_addr);
 		return w.atomicSmall("rma_fetch_and_op", origin_addr, result_addr, datatype, 1, target_rank, target_disp, op,
 				     true);
 	});
@@ -1127,8 +1119,9 @@ RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare
 				    rma_datatype datatype, int target_rank, rma_aint target_disp, rma_win win)
 {
 	return onWindow("rma_compare_and_swap", win, [&](Window &w) {
-		if (!origin_addr || !compare_addr || !result_addr)
-			return makeError(RMA_ERR_BUFFER, "rma_compare_and_swap: a buffer (origin, compare or result) is NULL");
+		if (badPointer(origin_addr) || badPointer(compare_addr) || badPointer(result_addr))
+			return makeError(RMA_ERR_BUFFER,
+					 "rma_compare_and_swap: a buffer (origin, compare or result) is NULL or in the first page");
 		return w.compareAndSwap("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
 					target_disp, nullptr);
 	});
@@ -1139,12 +1132,13 @@ RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare
 namespace {
 
 /*
+ * Every request is a handle of its own, so a request that was completed and
+ * freed is RMA_ERR_REQUEST when used again (generation-tagged handles).
  * Operations that complete when their call returns (put and get to
- * same-host targets, accumulates done by the origin) are born complete: one
- * predefined handle stands for all of them and costs no allocation. An
- * operation queued on a target's ring gets a Request naming its record.
+ * same-host targets, accumulates done by the origin) get a Request with
+ * seq 0; one queued on a target's ring names its record. Request objects
+ * are recycled, so a steady stream of requests allocates nothing.
  */
-const rma_request kCompleteRequest = RMA_PREDEFINED_(rma_request, RMA_HANDLE_KIND_REQUEST_, 1);
 
 struct Request {
 	rma_win win;
@@ -1160,8 +1154,7 @@ HandleTable<Request, HandleKind::Request> &requestTable()
 
 bool validRequest(rma_request r)
 {
-	return r == RMA_REQUEST_NULL || r == kCompleteRequest ||
-	       requestTable().lookup(reinterpret_cast<uintptr_t>(r)) != nullptr;
+	return r == RMA_REQUEST_NULL || requestTable().lookup(reinterpret_cast<uintptr_t>(r)) != nullptr;
 }
 
 [[gnu::cold]] int invalidRequest(const char *call, int index)
@@ -1171,12 +1164,33 @@ bool validRequest(rma_request r)
 }
 
 /* The request for an operation that was queued as record @seq (0: complete already). */
+std::vector<std::shared_ptr<Request>> &spareRequests()
+{
+	static thread_local std::vector<std::shared_ptr<Request>> spare;
+	return spare;
+}
+
 rma_request makeRequest(rma_win win, int target, uint64_t seq)
 {
-	if (seq == 0)
-		return kCompleteRequest;
-	auto r = std::make_shared<Request>(Request{ win, target, seq });
+	std::vector<std::shared_ptr<Request>> &spare = spareRequests();
+	std::shared_ptr<Request> r;
+	if (!spare.empty()) {
+		r = std::move(spare.back());
+		spare.pop_back();
+		*r = Request{ win, target, seq };
+	} else {
+		r = std::make_shared<Request>(Request{ win, target, seq });
+	}
 	return reinterpret_cast<rma_request>(requestTable().insert(std::move(r)));
+}
+
+/* Free a completed request's handle and keep its object for the next one. */
+void releaseRequest(uintptr_t h)
+{
+	std::shared_ptr<Request> r = requestTable().remove(h);
+	std::vector<std::shared_ptr<Request>> &spare = spareRequests();
+	if (r && r.use_count() == 1 && spare.size() < 64)
+		spare.push_back(std::move(r));
 }
 
 /* Complete (wait) or check (test) one valid request; frees it when complete. */
@@ -1185,7 +1199,7 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 	*complete = true;
 	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
 	if (Request *r = requestTable().lookup(h)) {
-		if (Window *w = toWindow(r->win)) { /* a freed window has completed everything */
+		if (Window *w = toWindow(r->win); w && r->seq != 0) { /* a freed window has completed everything */
 			if (wait) {
 				int rc = w->waitAccumulate(call, r->target, r->seq);
 				if (rc != RMA_SUCCESS)
@@ -1195,7 +1209,7 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 				return RMA_SUCCESS;
 			}
 		}
-		requestTable().remove(h);
+		releaseRequest(h);
 	}
 	*request = RMA_REQUEST_NULL;
 	return RMA_SUCCESS;
@@ -1210,7 +1224,7 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
 		RMA_TRY(w.checkRequestEpoch(call, target));
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
-		*request = kCompleteRequest;
+		*request = makeRequest(win, target, 0);
 		return RMA_SUCCESS;
 	});
 }
@@ -1262,12 +1276,9 @@ RMA_EXPORT int rma_rget_accumulate(const void *origin_addr, int origin_count, rm
 				   rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 				   rma_win win, rma_request *request)
 {
-	if (int rc = checkResult("rma_rget_accumulate", result_addr, result_count); rc != RMA_SUCCESS)
-		return selfError(rc);
-	static char empty;
-	AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr ? result_addr : &empty,
-				      result_count, result_datatype, target_rank, target_disp, target_count,
-				      target_datatype, op);
+	AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
+				target_rank, target_disp, target_count, target_datatype, op);
+	a.fetch = true;
 	return requestAccumulate("rma_rget_accumulate", a, win, request);
 }
 
@@ -1338,7 +1349,7 @@ RMA_EXPORT int rma_request_free(rma_request *request)
 		return invalidRequest("rma_request_free", -1);
 	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
 	if (requestTable().lookup(h))
-		requestTable().remove(h);
+		releaseRequest(h);
 	*request = RMA_REQUEST_NULL;
 	return RMA_SUCCESS;
 }

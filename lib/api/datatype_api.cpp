@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/pointer.h"
 #include "common/result.h"
 #include "core/core.h"
 #include "datatype/datatype.h"
@@ -345,6 +346,11 @@ int packOrUnpack(const char *call, bool toPacked, void *typed, rma_count count, 
 				       "%s: %lld x %s (%lld bytes) does not fit the %lld bytes left in the buffer", call,
 				       static_cast<long long>(count), t->name, static_cast<long long>(bytes),
 				       static_cast<long long>(size - *position)));
+	if (bytes > 0 && (badPointer(packed) || badPointer(static_cast<std::byte *>(typed) + t->trueLb)))
+		return raise(makeError(RMA_ERR_BUFFER, "%s: %s buffer %p is NULL or in the first page", call,
+				       badPointer(packed) ? (toPacked ? "the output" : "the input")
+							  : (toPacked ? "the input" : "the output"),
+				       badPointer(packed) ? packed : typed));
 	std::byte *p = static_cast<std::byte *>(packed) + *position;
 	auto *u = static_cast<std::byte *>(typed);
 	if (toPacked)
@@ -364,7 +370,9 @@ int packSize(const char *call, rma_count incount, rma_datatype datatype, rma_com
 		return nullArg(call, "size");
 	rma_count bytes;
 	if (__builtin_mul_overflow(incount, t->size, &bytes))
-		bytes = RMA_UNDEFINED;
+		return raise(makeError(RMA_ERR_COUNT, "%s: %lld x %s (%lld bytes each) does not fit in an rma_count", call,
+				       static_cast<long long>(incount), t->name, static_cast<long long>(t->size)));
+	/* The int form: MPI's RMA_UNDEFINED when the size does not fit an int. */
 	*size = sizeof(C) < sizeof(rma_count) ? toInt(bytes) : bytes;
 	return RMA_SUCCESS;
 }

@@ -19,6 +19,7 @@ struct Entry {
 struct MessageTable {
 	std::mutex lock;
 	unsigned next = 1; /* serial 0 means "bare class" */
+	bool wrapped = false; /* every serial has been handed out once */
 	Entry entries[kMessages];
 };
 
@@ -35,8 +36,10 @@ int record(int cls, const char *fmt, va_list ap, int err)
 	unsigned serial = t.next;
 	/* Serials stay positive in an int after the shift; skip 0 on wrap. */
 	t.next = (t.next + 1) & ((1u << (31 - kClassBits)) - 1);
-	if (t.next == 0)
+	if (t.next == 0) {
 		t.next = 1;
+		t.wrapped = true;
+	}
 	int code = static_cast<int>((serial << kClassBits) | static_cast<unsigned>(cls));
 	Entry &e = t.entries[serial % kMessages];
 	e.code = code;
@@ -73,6 +76,14 @@ int errorClass(int code)
 	int cls = code & ((1 << kClassBits) - 1);
 	if (cls >= RMA_ERR_LASTCODE)
 		return -1;
+	/* A code with a serial is one this process made: a serial never handed out is not a librma code. */
+	unsigned serial = static_cast<unsigned>(code) >> kClassBits;
+	if (serial != 0) {
+		MessageTable &t = table();
+		std::lock_guard<std::mutex> guard(t.lock);
+		if (!t.wrapped && serial >= t.next)
+			return -1;
+	}
 	return cls;
 }
 

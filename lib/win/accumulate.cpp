@@ -590,7 +590,7 @@ int Window::accumulate(const char *call, const AccArgs &a)
 	 */
 	if (const Datatype *d = predefinedDatatype(a.ttype);
 	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
-	    (a.result == nullptr || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
+	    (!a.fetch || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
 	    static_cast<unsigned>(a.target) < accFast_.size() && (allAccess_ || access_[a.target]) &&
 	    accFast_[a.target] && (plainCapable_ || plainApply_) && !noPlainMode_ && accPath() == AccPath::Auto) {
 		const Op op = toOp(a.op);
@@ -598,7 +598,8 @@ int Window::accumulate(const char *call, const AccArgs &a)
 		const TargetView &t = targets_[a.target];
 		const rma_aint bytes = d->size * a.tcount;
 		rma_aint offset;
-		if (opAllowed(op, elem) && (op != Op::NoOp || a.result) && !isPairElem(elem) && a.disp >= 0 &&
+		if (opAllowed(op, elem) && (op != Op::NoOp || a.fetch) && !isPairElem(elem) && a.disp >= 0 &&
+		    (op == Op::NoOp || !badPointer(a.origin)) && (!a.fetch || !badPointer(a.result)) &&
 		    !__builtin_mul_overflow(a.disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
 		    bytes <= t.size - offset && offset <= t.size &&
 		    /* Relaxed: a hint for the choice; applyInPlace() reads it again under the role. */
@@ -623,7 +624,7 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	if (a.target == RMA_PROC_NULL)
 		return RMA_SUCCESS;
 	const Op op = toOp(a.op);
-	const bool fetch = a.result != nullptr || a.fetchAndOp;
+	const bool fetch = a.fetch || a.fetchAndOp;
 	const bool usesOrigin = !(fetch && op == Op::NoOp);
 	const Datatype *td = lookupDatatype(a.ttype);
 	if (!td) [[unlikely]]
@@ -637,6 +638,14 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	if (a.tcount < 0 || (usesOrigin && a.ocount < 0) || (fetch && a.rcount < 0)) [[unlikely]]
 		return makeError(RMA_ERR_COUNT, "%s: counts must not be negative (origin %d, result %d, target %d)", call,
 				 a.ocount, a.rcount, a.tcount);
+	/*
+	 * An operation that moves no data on any side succeeds whatever its
+	 * types and op (MPI: zero-count operations are no-ops), once the
+	 * rank, the epoch and the handles have been checked.
+	 */
+	if ((a.tcount == 0 || td->size == 0) && (!usesOrigin || a.ocount == 0 || od->size == 0) &&
+	    (!fetch || a.rcount == 0 || rd->size == 0))
+		return RMA_SUCCESS;
 	const uint8_t elem = elementOf(*td);
 	if (!elem)
 		return mixedType(call, "target", *td);
@@ -676,6 +685,10 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	RMA_TRY(checkTarget(call, a.target, a.disp, footprint(*td, a.tcount), view));
 	if (bytes == 0)
 		return RMA_SUCCESS;
+	if (usesOrigin && badPointer(static_cast<const std::byte *>(a.origin) + od->trueLb)) [[unlikely]]
+		return badBuffer(call, "origin", a.origin);
+	if (fetch && badPointer(static_cast<const std::byte *>(a.result) + rd->trueLb)) [[unlikely]]
+		return badBuffer(call, "result", a.result);
 	pendingOps_ = true;
 	if (a.queuedSeq)
 		*a.queuedSeq = 0;
@@ -714,6 +727,7 @@ int Window::atomicSlow(const char *call, const void *origin, void *result, rma_d
 {
 	AccArgs a = makeAccArgs(origin, count, type, fetch ? result : nullptr, fetch ? count : 0, type, target, disp,
 				count, type, opHandle);
+	a.fetch = fetch;
 	/* fetch_and_op takes predefined types only; get_accumulate any. */
 	a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
 	return accumulate(call, a);

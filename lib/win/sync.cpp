@@ -299,8 +299,12 @@ int Window::flushAll(const char *call)
 
 int Window::checkRequestEpoch(const char *call, int target) const
 {
+	/*
+	 * RMA_PROC_NULL is a no-op with a completed request in any access
+	 * epoch (as MPICH and Open MPI do); a real target needs a passive one.
+	 */
 	bool covered = lockAll_ ||
-		       (target == RMA_PROC_NULL ? locksHeld_ > 0
+		       (target == RMA_PROC_NULL ? locksHeld_ > 0 || allAccess_ || started_
 						: static_cast<unsigned>(target) < locks_.size() && locks_[target] != 0);
 	if (covered) [[likely]]
 		return RMA_SUCCESS;

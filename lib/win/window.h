@@ -36,6 +36,7 @@
 #include "progress/mpsc_ring.h"
 #include "datatype/datatype.h"
 #include "numa/topology.h"
+#include "common/pointer.h"
 #include "common/spin_wait.h"
 #include "shm/segment.h"
 #include "win/control.h"
@@ -97,6 +98,8 @@ struct AccArgs {
 	int tcount = 0;
 	rma_datatype ttype = RMA_DATATYPE_NULL;
 	rma_op op = RMA_OP_NULL;
+	/* get_accumulate / fetch_and_op: old values go to @result (which may be RMA_BOTTOM). */
+	bool fetch = false;
 	bool fetchAndOp = false;
 	/* Set to the record's sequence number when the operation was queued, else 0 (complete). */
 	uint64_t *queuedSeq = nullptr;
@@ -111,6 +114,7 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 	a.ocount = ocount;
 	a.otype = otype;
 	a.result = result;
+	a.fetch = result != nullptr;
 	a.rcount = rcount;
 	a.rtype = rtype;
 	a.target = target;
@@ -122,6 +126,9 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 }
 
 struct AccRecord;
+
+/* RMA_ERR_BUFFER for a @which buffer (origin, result, ...) that badPointer() refuses. */
+[[gnu::cold]] int badBuffer(const char *call, const char *which, const void *p);
 
 /* What this rank's own memory is (reported by rma_win_get_info). */
 struct LocalMemory {
@@ -155,7 +162,7 @@ public:
 		   rma_datatype ttype)
 	{
 		if (otype == ttype && ocount == tcount && static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size() &&
-		    (allAccess_ || access_[target])) [[likely]] {
+		    (allAccess_ || access_[target]) && !badPointer(origin)) [[likely]] {
 			const Datatype *type = predefinedDatatype(otype);
 			const TargetView &t = targets_[target];
 			rma_aint offset;
@@ -209,7 +216,7 @@ public:
 		const Op op = toOp(opHandle);
 		if (d && count > 0 && count <= kFastElements && static_cast<unsigned>(target) < accFast_.size() &&
 		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
-		    (fetch || op != Op::NoOp)) [[likely]] {
+		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin))) [[likely]] {
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
 			rma_aint offset;

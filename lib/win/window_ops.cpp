@@ -43,6 +43,13 @@ constexpr int kAllModes = RMA_MODE_NOCHECK | RMA_MODE_NOSTORE | RMA_MODE_NOPUT |
 
 } /* namespace */
 
+int badBuffer(const char *call, const char *which, const void *p)
+{
+	return makeError(RMA_ERR_BUFFER,
+			 "%s: the %s buffer's first byte (%p) is NULL or in the first page; nothing was transferred",
+			 call, which, p);
+}
+
 /* ---- Checks --------------------------------------------------------------- */
 
 int Window::checkAccess(const char *call, int target)
@@ -265,6 +272,9 @@ int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target,
 	RMA_TRY(checkTarget(kCall, target, disp, footprint(*td, tcount), view));
 	if (bytes == 0)
 		return RMA_SUCCESS;
+	/* The first byte touched: RMA_BOTTOM (NULL) with absolute displacements is fine. */
+	if (badPointer(static_cast<std::byte *>(origin) + od->trueLb)) [[unlikely]]
+		return badBuffer(kCall, "origin", static_cast<std::byte *>(origin) + od->trueLb);
 	pendingOps_ = true;
 	if (Put)
 		pendingStores_ |= static_cast<size_t>(bytes) >= kNonTemporalBytes;

@@ -238,7 +238,9 @@ TEST(WindowErrorsTest, AttributesAndInfo)
 			  EXPECT_EQ(*flavor, RMA_WIN_FLAVOR_ALLOCATE);
 			  ASSERT_EQ(rma_win_get_attr(win, RMA_WIN_MODEL, &model, &flag), RMA_SUCCESS);
 			  EXPECT_EQ(*model, RMA_WIN_UNIFIED);
-			  ASSERT_EQ(rma_win_get_attr(win, 12345, &model, &flag), RMA_SUCCESS);
+			  /* No keyval 12345 was ever made: MPI's RMA_ERR_KEYVAL, not flag = 0. */
+			  rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			  EXPECT_EQ(errorClassOf(rma_win_get_attr(win, 12345, &model, &flag)), RMA_ERR_KEYVAL);
 			  EXPECT_EQ(flag, 0);
 
 			  rma_info used;
