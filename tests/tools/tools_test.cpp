@@ -113,6 +113,57 @@ TEST(InstallTest, OutOfTreeCProgramBuildsWithPkgConfigAndRunsUnderRmarun)
 	EXPECT_EQ(r.status, 0) << r.err;
 }
 
+/*
+ * The README's "Using it" recipe, verbatim: meson install, then
+ * cc examples/ring.c $(pkg-config --cflags --libs rma), then rmarun -n 4,
+ * with no LD_LIBRARY_PATH, no sysroot and no ldconfig. The staged install is
+ * bind-mounted over the real prefix in a private mount namespace, so the
+ * programs see exactly what `meson install` would leave on the machine.
+ */
+TEST(InstallTest, UsingItRecipeRunsVerbatimFromTheInstalledPrefix)
+{
+	std::string build = env("RMA_BUILD_ROOT");
+	std::string source = env("RMA_SOURCE_ROOT");
+	ASSERT_FALSE(build.empty());
+	if (system("command -v pkg-config >/dev/null && command -v cc >/dev/null") != 0)
+		GTEST_SKIP() << "pkg-config or cc is not installed";
+	std::string sanitize = env("RMA_SANITIZE");
+	if (!sanitize.empty() && sanitize != "none")
+		GTEST_SKIP() << "the verbatim recipe builds without sanitizers; the staged test above covers " << sanitize;
+	if (sh("unshare -m true").status != 0)
+		GTEST_SKIP() << "no private mount namespace here (needs root)";
+	ScratchDir dir;
+	std::string dest = dir.file("root");
+	CommandResult r = sh("meson install -C '" + build + "' --no-rebuild --destdir '" + dest + "' >/dev/null 2>&1");
+	ASSERT_EQ(r.status, 0) << r.out << r.err;
+	r = sh("find '" + dest + "' -name rmarun -type f -printf '%p'");
+	const std::string suffix = "/bin/rmarun";
+	ASSERT_GT(r.out.size(), dest.size() + suffix.size()) << r.out;
+	std::string prefix = r.out.substr(dest.size(), r.out.size() - dest.size() - suffix.size());
+
+	std::string script = "set -e; mount --bind '" + dest + prefix + "' '" + prefix + "'; export PATH='" + prefix +
+			     "/bin':$PATH; unset LD_LIBRARY_PATH PKG_CONFIG_PATH; cd '" + dir.path() + "'; cp '" + source +
+			     "/examples/ring.c' prog.c; cc prog.c $(pkg-config --cflags --libs rma) -o prog; rmarun -n 4 ./prog; "
+			     "rmabench --help >/dev/null";
+	r = runCommand({ "unshare", "-m", "/bin/sh", "-c", script }, 120);
+	EXPECT_EQ(r.status, 0) << r.out << r.err;
+	for (int rank = 0; rank < 4; ++rank)
+		EXPECT_NE(r.out.find("rank " + std::to_string(rank) + " of 4: my left neighbour put " +
+				     std::to_string((rank + 3) % 4)),
+			  std::string::npos)
+			<< r.out << r.err;
+}
+
+/* librma.so's exports carry a version node, so later ABI changes can be versioned. */
+TEST(InstallTest, ExportsCarryTheVersionNode)
+{
+	std::string build = env("RMA_BUILD_ROOT");
+	CommandResult r = sh("objdump -T '" + build + "/librma.so' | grep -c ' LIBRMA_0.1 *rma_'");
+	EXPECT_GT(std::atoi(r.out.c_str()), 60) << r.out << r.err;
+	r = sh("objdump -T '" + build + "/librma.so' | grep ' rma_' | grep -vc 'LIBRMA_0.1'");
+	EXPECT_EQ(std::atoi(r.out.c_str()), 0) << "exports without the version node";
+}
+
 TEST(FaultTest, KilledRankEndsTheJobAndLeavesNoMemoryBehind)
 {
 	std::string rmarun = env("RMA_RMARUN");
