@@ -20,6 +20,7 @@
 
 #include "bootstrap/binding.h"
 #include "bootstrap/launcher.h"
+#include "common/knobs.h"
 #include "numa/topology.h"
 #include "progress/agent.h"
 
@@ -127,6 +128,11 @@ std::string cpuList(const std::vector<int> &cpus)
 
 int main(int argc, char **argv)
 {
+	/* A garbage knob fails the job here, before any rank starts (common/knobs.h lists them). */
+	if (std::string bad = librma::checkKnobs(); !bad.empty()) {
+		std::fprintf(stderr, "rmarun: environment variable %s\n", bad.c_str());
+		return 2;
+	}
 	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore };
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },

@@ -60,6 +60,7 @@
 #include <string>
 #include <vector>
 
+#include "common/knobs.h"
 #include "config.h"
 
 #include "bootstrap/binding.h"
@@ -222,8 +223,8 @@ int Job::run()
 		argv.push_back(const_cast<char *>(arg.c_str()));
 	argv.push_back(nullptr);
 
-	const char *noPidfd = std::getenv("RMA_NO_PIDFD");
-	if (noPidfd && *noPidfd) {
+	const char *noPidfd = knobValue("RMA_NO_PIDFD");
+	if (noPidfd && !std::strcmp(noPidfd, "1")) {
 		usePidfd_ = false;
 	} else {
 		UniqueFd probe(pidfdOpen(getpid()));

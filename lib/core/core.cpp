@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/knobs.h"
 #include "common/cache.h"
 #include "error/error.h"
 #include "shm/segment.h"
@@ -346,6 +347,8 @@ int initRuntime()
 {
 	Runtime &rt = runtime();
 	/* First, so that a bad variable fails every rank alike before any collective. */
+	if (std::string bad = checkKnobs(); !bad.empty())
+		return makeError(RMA_ERR_ARG, "rma_init: environment variable %s", bad.c_str());
 	auto progress = progressConfigFromEnvironment();
 	if (!progress)
 		return progress.code();

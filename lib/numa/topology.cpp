@@ -14,6 +14,8 @@
 #include <optional>
 #include <sstream>
 
+#include "common/knobs.h"
+
 namespace librma {
 
 namespace {
@@ -189,8 +191,8 @@ const Topology &Topology::system()
 	SystemTopology &system = systemTopology();
 	std::lock_guard<std::mutex> guard(system.lock);
 	if (!system.topology) {
-		const char *root = std::getenv("RMA_TOPOLOGY");
-		system.topology = std::make_unique<Topology>(root && *root ? fromSysfs(root) : fromSysfs());
+		const char *root = knobValue("RMA_TOPOLOGY");
+		system.topology = std::make_unique<Topology>(root ? fromSysfs(root) : fromSysfs());
 	}
 	return *system.topology;
 }

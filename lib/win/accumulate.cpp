@@ -87,6 +87,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/knobs.h"
 #include "common/spin_wait.h"
 #include "datatype/datatype.h"
 #include "error/error.h"
@@ -131,8 +132,9 @@ enum class AccPath { Auto, Origin, Ring };
 AccPath accPath()
 {
 	static const AccPath path = [] {
-		const char *v = getenv("RMA_ACC_PATH");
-		if (!v || !strcmp(v, "auto") || !*v)
+		/* Validated at rma_init (common/knobs.h). */
+		const char *v = knobValue("RMA_ACC_PATH");
+		if (!v || !strcmp(v, "auto"))
 			return AccPath::Auto;
 		if (!strcmp(v, "origin"))
 			return AccPath::Origin;
@@ -231,7 +233,7 @@ bool membarrierReady()
 {
 	static const bool ready = [] {
 		/* A test knob standing in for a kernel without membarrier(). */
-		if (const char *v = getenv("RMA_NO_MEMBARRIER"); v && *v && strcmp(v, "0") != 0)
+		if (const char *v = knobValue("RMA_NO_MEMBARRIER"); v && !strcmp(v, "1"))
 			return false;
 		long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 		if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED))

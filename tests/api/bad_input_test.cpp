@@ -6,7 +6,11 @@
  */
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -370,6 +374,55 @@ TEST(BadInputTest, BottomWithAbsoluteAddresses)
 		freeWindow(tw);
 		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 	}));
+}
+
+} /* namespace */
+
+namespace {
+
+/*
+ * Every knob of common/knobs.h with a garbage value: rma_init fails with a
+ * message naming the variable and what it accepts, and so does rmarun before
+ * it starts a rank.
+ */
+TEST(KnobTest, GarbageEnvironmentValuesFailInitNamingTheVariable)
+{
+	const std::pair<const char *, const char *> cases[] = {
+		{ "RMA_ACC_PATH", "banana" },	  { "RMA_NO_MEMBARRIER", "maybe" }, { "RMA_PROGRESS", "fast" },
+		{ "RMA_PROGRESS_CORE", "-3" },	  { "RMA_NO_PIDFD", "yes" },	    { "RMA_TOPOLOGY", "/nonexistent/sys" },
+	};
+	for (const auto &[name, value] : cases) {
+		SCOPED_TRACE(name);
+		int status = -1;
+		librma::test::CapturedStdio out = librma::test::captureStdio([&] {
+			status = runRanks(1, [name = name, value = value](int) {
+				setenv(name, value, 1);
+				int rc = rma_init(nullptr, nullptr);
+				std::fflush(stderr);
+				_exit(rc == RMA_SUCCESS ? 0 : 3);
+			});
+		});
+		EXPECT_EQ(status, 3);
+		EXPECT_NE(out.err.find(std::string(name) + "='" + value + "': accepts"), std::string::npos) << out.err;
+	}
+	/* Valid values pass. */
+	EXPECT_RANKS_PASS(runRanks(1, [](int) {
+		setenv("RMA_ACC_PATH", "ring", 1);
+		setenv("RMA_NO_MEMBARRIER", "0", 1);
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
+TEST(KnobTest, RmarunRefusesGarbageKnobsBeforeStartingRanks)
+{
+	const char *rmarun = std::getenv("RMA_RMARUN");
+	ASSERT_NE(rmarun, nullptr);
+	librma::test::CommandResult r = librma::test::runCommand(
+		{ "/usr/bin/env", "RMA_ACC_PATH=banana", rmarun, "-n", "2", "/bin/echo", "started" }, 30);
+	EXPECT_EQ(r.status, 2) << r.out << r.err;
+	EXPECT_EQ(r.out.find("started"), std::string::npos) << r.out;
+	EXPECT_NE(r.err.find("RMA_ACC_PATH='banana': accepts auto, origin or ring"), std::string::npos) << r.err;
 }
 
 } /* namespace */

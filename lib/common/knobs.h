@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every environment variable librma and its tools read, in one table: its
+ * accepted values, default and meaning. rma_init (and rmarun for the ones it
+ * reads) checks them all first, so a garbage value fails the job at start
+ * with a message naming the variable and what it accepts, instead of being
+ * taken silently. The README's knob table is this table.
+ *
+ * Header-only: rmarun links the bootstrap library, not librma's core.
+ */
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+
+namespace librma {
+
+struct Knob {
+	const char *name;
+	const char *accepts; /* for the error message and the README */
+	const char *byDefault;
+	const char *what;
+	bool (*valid)(const char *value);
+};
+
+namespace knobs {
+
+inline bool oneOf(const char *v, std::initializer_list<const char *> words)
+{
+	for (const char *w : words)
+		if (!std::strcmp(v, w))
+			return true;
+	return false;
+}
+
+inline bool boolean(const char *v) { return oneOf(v, { "0", "1" }); }
+
+inline bool number(const char *v)
+{
+	char *end;
+	errno = 0;
+	long n = std::strtol(v, &end, 10);
+	return !errno && end != v && !*end && n >= 0;
+}
+
+inline bool directory(const char *v)
+{
+	struct stat st;
+	return stat(v, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" }); }
+inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
+
+} /* namespace knobs */
+
+inline constexpr Knob kKnobs[] = {
+	{ "RMA_PROGRESS", "none, thread or agent", "thread",
+	  "who drains the accumulate rings: waiting origins only, a thread in each rank, or one agent per host "
+	  "(rmarun --progress)",
+	  knobs::progress },
+	{ "RMA_PROGRESS_CORE", "a CPU number", "the last CPU",
+	  "the CPU the host agent is pinned to (rmarun --progress-core)", knobs::number },
+	{ "RMA_ACC_PATH", "auto, origin or ring", "auto",
+	  "forces the accumulate path for the whole job (a test and benchmark knob)", knobs::accPath },
+	{ "RMA_NO_MEMBARRIER", "0 or 1", "0",
+	  "1 behaves as a kernel without membarrier(): no plain mode, origin atomics and the atomic ring only",
+	  knobs::boolean },
+	{ "RMA_NO_PIDFD", "0 or 1", "0",
+	  "1 makes rmarun watch its ranks through SIGCHLD alone, as on a kernel without pidfd_open", knobs::boolean },
+	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
+	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
+};
+
+/* The value of @name if set and non-empty, else nullptr. */
+inline const char *knobValue(const char *name)
+{
+	const char *v = std::getenv(name);
+	return v && *v ? v : nullptr;
+}
+
+/*
+ * Check the knobs in @names (all when empty). Returns "" when each set one
+ * is valid, else the first complaint: "RMA_ACC_PATH='banana': accepts
+ * auto, origin or ring (default auto)".
+ */
+inline std::string checkKnobs(std::span<const char *const> names = {})
+{
+	for (const Knob &k : kKnobs) {
+		if (!names.empty()) {
+			bool wanted = false;
+			for (const char *n : names)
+				wanted |= !std::strcmp(n, k.name);
+			if (!wanted)
+				continue;
+		}
+		const char *v = knobValue(k.name);
+		if (v && !k.valid(v))
+			return std::string(k.name) + "='" + v + "': accepts " + k.accepts + " (default " + k.byDefault +
+			       ")";
+	}
+	return "";
+}
+
+} /* namespace librma */
