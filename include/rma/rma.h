@@ -101,7 +101,9 @@ typedef struct rma_status rma_status;
  * and floating point; SUM/PROD also on complex; LAND/LOR/LXOR on C integers
  * and C_BOOL; BAND/BOR/BXOR on integers and BYTE; MAXLOC/MINLOC on the pair
  * types; REPLACE and NO_OP on every type but PACKED (NO_OP only in the calls
- * that fetch). CHAR and WCHAR are characters: REPLACE and NO_OP only.
+ * that fetch). RMA_CHAR is taken as the platform's char (signed on x86-64), a C
+ * integer, as MPICH and Open MPI take it; WCHAR is a character: REPLACE and
+ * NO_OP only.
  */
 #define RMA_OP_NULL ((rma_op)0)
 #define RMA_MAX RMA_PREDEFINED_(rma_op, RMA_HANDLE_KIND_OP_, 1)

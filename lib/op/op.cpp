@@ -23,7 +23,7 @@ template <typename V> struct PairOf {
 	int i;
 };
 
-/* The C type behind each element index (characters, bool and packed as unsigned bytes of their size). */
+/* The C type behind each element index (WCHAR, bool and packed as unsigned bytes of their size). */
 template <uint32_t E> struct ElemType;
 
 #define RMA_ELEM_(e, ...)                                                                                              \
@@ -32,7 +32,7 @@ template <uint32_t E> struct ElemType;
 	}
 
 using B = BasicType;
-RMA_ELEM_(B::Char, uint8_t);
+RMA_ELEM_(B::Char, char);
 RMA_ELEM_(B::SignedChar, signed char);
 RMA_ELEM_(B::UnsignedChar, unsigned char);
 RMA_ELEM_(B::Byte, uint8_t);

@@ -22,7 +22,8 @@
  * Operations"), and the ops defined on them:
  *
  *   class          elements                           ops
- *   C integer      SIGNED_CHAR, UNSIGNED_CHAR, SHORT,  MAX MIN SUM PROD
+ *   C integer      CHAR, SIGNED_CHAR, UNSIGNED_CHAR,   MAX MIN SUM PROD
+ *                  SHORT,
  *                  UNSIGNED_SHORT, INT, UNSIGNED,      LAND LOR LXOR
  *                  LONG, UNSIGNED_LONG, LONG_LONG,     BAND BOR BXOR
  *                  UNSIGNED_LONG_LONG, INT8..UINT64_T
@@ -33,14 +34,15 @@
  *   byte           BYTE                                BAND BOR BXOR
  *   multi-language AINT, OFFSET, COUNT                 MAX MIN SUM PROD
  *                                                      BAND BOR BXOR
- *   character      CHAR, WCHAR                         (none)
+ *   character      WCHAR                               (none)
  *   pair           the six pair types                  MAXLOC MINLOC
  *   packed         PACKED                              (none, not even REPLACE)
  *
- * REPLACE and NO_OP are defined on every class but packed. CHAR and WCHAR
- * are printable characters, which MPI keeps out of reductions (only
- * SIGNED_CHAR and UNSIGNED_CHAR are small integers), so they take REPLACE
- * and NO_OP alone. AINT, OFFSET and COUNT are MPI's "multi-language types":
+ * REPLACE and NO_OP are defined on every class but packed. MPI keeps CHAR
+ * out of reductions (only SIGNED_CHAR and UNSIGNED_CHAR are small
+ * integers), but MPICH, Open MPI and the common benchmark suites accept it,
+ * so librma treats it as the platform's `char` (signed on x86-64), a C
+ * integer. WCHAR stays a printable character: REPLACE and NO_OP alone. AINT, OFFSET and COUNT are MPI's "multi-language types":
  * integers for MAX/MIN, SUM/PROD and the bitwise ops, but not for the
  * logical ones. PACKED names no element type: an op "applies to elements of
  * that predefined type" (the accumulate text), and packed bytes have none,
@@ -141,7 +143,7 @@ struct ElemInfo {
 /* Indexed by element (BasicType, then the pair types); pinned to the C types in op.cpp. */
 inline constexpr ElemInfo kElemInfo[kElemLimit] = {
 	{ 0, 0, 0, ElemClass::None },
-	{ 1, 1, 1, ElemClass::Character },	  /* CHAR */
+	{ 1, 1, 1, ElemClass::CInteger },	  /* CHAR: the platform's char, as MPICH and Open MPI */
 	{ 1, 1, 1, ElemClass::CInteger },	  /* SIGNED_CHAR */
 	{ 1, 1, 1, ElemClass::CInteger },	  /* UNSIGNED_CHAR */
 	{ 1, 1, 1, ElemClass::Byte },		  /* BYTE */

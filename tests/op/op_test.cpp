@@ -75,7 +75,8 @@ template <typename T> constexpr Kind intKind()
 	}
 
 const TypeRow kRows[] = {
-	ROW_(1, "RMA_CHAR", Kind::Char, char, "character"),
+	/* MPI calls CHAR a character; librma takes it as a C integer, as MPICH and Open MPI do. */
+	ROW_(1, "RMA_CHAR", intKind<char>(), char, "C integer"),
 	ROW_(2, "RMA_SIGNED_CHAR", Kind::SInt, signed char, "C integer"),
 	ROW_(3, "RMA_UNSIGNED_CHAR", Kind::UInt, unsigned char, "C integer"),
 	ROW_(4, "RMA_BYTE", Kind::Byte, unsigned char, "byte"),
@@ -700,7 +701,8 @@ TEST(OpCheckTest, DisallowedPairingsAreOpErrorsNamingOpAndType)
 			EXPECT_NE(msg.find(row.name), std::string::npos) << msg;
 		}
 	}
-	EXPECT_EQ(checked, 221); /* 14 ops x 38 types, less the 311 pairings MPI defines */
+	/* 14 ops x 38 types, less the 311 pairings MPI defines and the 10 CHAR takes as a C integer */
+	EXPECT_EQ(checked, 211);
 	int rc = checkOp("rma_fetch_and_op", Op::Null, uint8_t(BasicType::Int));
 	EXPECT_EQ(errorClass(rc), RMA_ERR_OP);
 	EXPECT_NE(errorMessage(rc).find("RMA_OP_NULL"), std::string::npos) << errorMessage(rc);

@@ -287,6 +287,48 @@ TEST(AccumulatePairTypesTest, DerivedTypesOf2IntArePairs)
 }
 
 /*
+ * RMA_CHAR takes the arithmetic and bitwise ops as the platform's char, as
+ * MPICH and Open MPI do (MPI lists it as a character type): one element
+ * (origin atomics), arrays (ring or in place) and fetch_and_op. The MIN
+ * mixes negative and positive values, so an unsigned kernel would fail it.
+ */
+TEST(AccumulateCharTest, CharTakesArithmeticOpsAsThePlatformsChar)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		const int rank = worldRank(), peer = 1 - rank;
+		char *base;
+		rma_win win;
+		ASSERT_EQ(rma_win_allocate(64, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		for (int k = 0; k < 64; ++k)
+			base[k] = static_cast<char>(k - 20);
+		rma_barrier(RMA_COMM_WORLD);
+		char src[32];
+		for (int k = 0; k < 32; ++k)
+			src[k] = static_cast<char>(3 - k);
+		char old = 0, one = 1;
+		ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_accumulate(src, 1, RMA_CHAR, peer, 0, 1, RMA_CHAR, RMA_SUM, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_accumulate(src, 32, RMA_CHAR, peer, 1, 32, RMA_CHAR, RMA_MIN, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_accumulate(src, 8, RMA_CHAR, peer, 40, 8, RMA_CHAR, RMA_BXOR, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_fetch_and_op(&one, &old, RMA_CHAR, peer, 50, RMA_PROD, win), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+		EXPECT_EQ(old, static_cast<char>(30));
+		rma_barrier(RMA_COMM_WORLD);
+		rma_win_sync(win);
+		EXPECT_EQ(base[0], static_cast<char>(-20 + 3));
+		for (int k = 0; k < 32; ++k)
+			EXPECT_EQ(base[1 + k], std::min<char>(static_cast<char>(1 + k - 20), src[k])) << k;
+		for (int k = 0; k < 8; ++k)
+			EXPECT_EQ(base[40 + k], static_cast<char>((40 + k - 20) ^ src[k])) << k;
+		EXPECT_EQ(base[50], static_cast<char>(30));
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
+/*
  * Operations larger than a ring record (the staging area) and than the
  * reply area are cut into chunks: 1 MiB of doubles from each of two origins
  * sums exactly, and a get_accumulate of 96 KiB through a strided result
