@@ -901,10 +901,13 @@ RMA_API int rma_win_allocate_shared(rma_aint size, int disp_unit, rma_info info,
 /**
  * @brief Where rank @p rank's memory of a window is mapped in this process.
  *
- * For RMA_PROC_NULL, the memory of the lowest rank with size > 0 (size 0 and
- * NULL if none). Valid for every flavor but dynamic, since all window memory
- * of a host is shared (memory of a window made by rma_win_create over memory
- * not from rma_alloc_mem is not mapped: RMA_ERR_RMA_SHARED).
+ * Valid for every flavor but dynamic (MPI-4.1). Memory of allocate and
+ * allocate_shared windows, and of create windows over rma_alloc_mem memory,
+ * is mapped here: the real pointer, size and disp_unit. Memory of a create
+ * window over other memory of another process (reached through cross-memory
+ * attach) cannot be loaded or stored here: size 0, a NULL pointer, its
+ * disp_unit, and RMA_SUCCESS. For RMA_PROC_NULL, the mapped memory of the
+ * lowest rank with size > 0 (size 0 and NULL if none).
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_FLAVOR for dynamic windows.
  */
 RMA_API int rma_win_shared_query(rma_win win, int rank, rma_aint *size, int *disp_unit, void *baseptr);

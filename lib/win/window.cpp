@@ -495,7 +495,7 @@ int Window::sharedQuery(int rank, rma_aint *size, int *dispUnit, void *baseptr) 
 	if (rank == RMA_PROC_NULL) {
 		rank = -1;
 		for (int r = 0; r < n && rank < 0; ++r)
-			if (targets_[r].size > 0)
+			if (targets_[r].size > 0 && targets_[r].reach == Reach::Direct)
 				rank = r;
 		if (rank < 0) {
 			*size = 0;
@@ -508,11 +508,17 @@ int Window::sharedQuery(int rank, rma_aint *size, int *dispUnit, void *baseptr) 
 		return makeError(RMA_ERR_RANK, "rma_win_shared_query: rank %d is not in window '%s' (size %d)", rank,
 				 name.c_str(), n);
 	const TargetView &t = targets_[rank];
-	if (t.size > 0 && t.reach != Reach::Direct)
-		return makeError(RMA_ERR_RMA_SHARED,
-				 "rma_win_shared_query: rank %d of window '%s' exposes process memory that is not "
-				 "shared (create the window over rma_alloc_mem memory)",
-				 rank, name.c_str());
+	/*
+	 * MPI-4.1 allows the query on every flavor: memory this process cannot
+	 * load and store (another process's private memory, reached through
+	 * cross-memory attach) is reported as size 0 and NULL.
+	 */
+	if (t.reach != Reach::Direct) {
+		*size = 0;
+		*dispUnit = t.dispUnit;
+		*static_cast<void **>(baseptr) = nullptr;
+		return RMA_SUCCESS;
+	}
 	*size = t.size;
 	*dispUnit = t.dispUnit;
 	*static_cast<void **>(baseptr) = t.size > 0 ? t.base : nullptr;

@@ -387,14 +387,31 @@ TEST(WindowTest, CreateTakesTheDirectPathOverAllocMem)
 		ASSERT_TRUE(makeWindow(Kind::CreatePlain, 64, 1, plain));
 		EXPECT_EQ(infoValue(direct.win, "rma_memory"), "alloc_mem");
 		EXPECT_EQ(infoValue(plain.win, "rma_memory"), "process");
-		/* Only shared memory can be loaded from directly. */
-		rma_aint size;
-		int unit;
-		void *peerBase;
+		/*
+		 * MPI-4.1: the query works on create windows. Shared memory
+		 * gives a pointer that loads the peer's data; another
+		 * process's private memory gives size 0 and NULL.
+		 */
+		rma_aint size = -1;
+		int unit = 0;
+		void *peerBase = nullptr;
+		rma_win_fence(0, direct.win);
+		std::memset(direct.local, 'a' + rank, 64);
+		rma_win_fence(0, direct.win);
 		EXPECT_EQ(rma_win_shared_query(direct.win, 1 - rank, &size, &unit, &peerBase), RMA_SUCCESS);
 		EXPECT_EQ(size, 64);
-		EXPECT_EQ(errorClassOf(rma_win_shared_query(plain.win, 1 - rank, &size, &unit, &peerBase)),
-			  RMA_ERR_RMA_SHARED);
+		EXPECT_EQ(unit, 1);
+		ASSERT_NE(peerBase, nullptr);
+		EXPECT_EQ(static_cast<char *>(peerBase)[63], 'a' + (1 - rank));
+		peerBase = &size;
+		EXPECT_EQ(rma_win_shared_query(plain.win, 1 - rank, &size, &unit, &peerBase), RMA_SUCCESS);
+		EXPECT_EQ(size, 0);
+		EXPECT_EQ(peerBase, nullptr);
+		EXPECT_EQ(unit, 1);
+		/* Its own memory is mapped in this process, whatever the flavor. */
+		EXPECT_EQ(rma_win_shared_query(plain.win, rank, &size, &unit, &peerBase), RMA_SUCCESS);
+		EXPECT_EQ(size, 64);
+		EXPECT_EQ(peerBase, plain.local);
 		freeWindow(direct);
 		freeWindow(plain);
 		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
