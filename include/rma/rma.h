@@ -921,15 +921,21 @@ RMA_API int rma_win_create_dynamic(rma_info info, rma_comm comm, rma_win *win);
 /**
  * @brief Expose [base, base+size) through a dynamic window (local call).
  *
- * The region must not overlap one already attached. Peers may access it once
- * they have synchronized with this process after the call.
+ * Regions may be adjacent to or overlap regions already attached: an
+ * operation's target range may cross any number of them, as long as their
+ * union covers it (a range over unattached bytes is RMA_ERR_RMA_RANGE,
+ * naming the first such address). Peers may access the region once they
+ * have synchronized with this process after the call. The lookup costs
+ * O(log regions) plus the regions a range spans.
  * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_SIZE;
- *         RMA_ERR_RMA_ATTACH for an overlap or too many regions (1024).
+ *         RMA_ERR_RMA_ATTACH for a NULL base, a range that wraps around the
+ *         address space, or too many regions (1024).
  */
 RMA_API int rma_win_attach(rma_win win, void *base, rma_aint size);
 
 /**
- * @brief Stop exposing the region attached at @p base (local call).
+ * @brief Stop exposing the region attached at @p base (local call). A region
+ *        attached several times at one base is detached one attachment per call.
  * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_RMA_ATTACH if
  *         no region starts at @p base.
  */

@@ -48,7 +48,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 3;
+inline constexpr uint32_t kControlVersion = 4;
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -108,6 +108,7 @@ inline std::size_t pscwRowBytes(uint32_t nranks)
 struct AttachEntry {
 	uint64_t base;    /* address in the owner */
 	uint64_t size;
+	uint64_t coverEnd; /* the largest base + size among this entry and those before it */
 	uint64_t segmentInode; /* memfd inode if the memory is from rma_alloc_mem, else 0 */
 	uint64_t segmentOffset;
 	uint64_t segmentSize;  /* bytes to map */
@@ -120,7 +121,11 @@ inline constexpr uint32_t kMaxAttach = 1024;
 /*
  * Attached regions of one rank, written by that rank only, under a sequence
  * lock: the owner makes `sequence` odd, edits, makes it even again; readers
- * retry while it is odd or changed under them.
+ * retry while it is odd or changed under them. Entries are sorted by base
+ * (regions may be adjacent or overlap, as MPI allows), and coverEnd makes
+ * the lookup of the regions covering a range O(log n) plus the regions it
+ * spans: a binary search for the last base <= the range's start, then a
+ * walk back only while coverEnd says an earlier region reaches it.
  */
 struct alignas(kFalseSharingPad) AttachTable {
 	std::atomic<uint64_t> sequence;

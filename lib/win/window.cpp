@@ -577,27 +577,46 @@ void storeRelaxed(T &field, T value)
 } /* namespace */
 
 /*
- * Sequence-lock writer: make `sequence` odd, write entry @index and the
- * count, make it even again. Readers are in resolveDynamic().
+ * Sequence-lock writer: make `sequence` odd, write @entries (sorted by
+ * base, coverEnd filled in) from index @from on and the count, make it even
+ * again. Readers are in resolveDynamic().
  */
-void Window::writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &e, uint32_t newCount)
+void Window::publishAttachTable(AttachTable &table, const std::vector<AttachEntry> &entries, uint32_t from)
 {
 	uint64_t seq = table.sequence.load(std::memory_order_relaxed);
 	table.sequence.store(seq + 1, std::memory_order_relaxed);
 	/* Release fence: the odd sequence is ordered before the entry stores (pairs with the readers' acquire fence). */
 	std::atomic_thread_fence(std::memory_order_release);
-	AttachEntry &slot = table.entries[index];
-	storeRelaxed(slot.base, e.base);
-	storeRelaxed(slot.size, e.size);
-	storeRelaxed(slot.segmentInode, e.segmentInode);
-	storeRelaxed(slot.segmentOffset, e.segmentOffset);
-	storeRelaxed(slot.segmentSize, e.segmentSize);
-	storeRelaxed(slot.segmentFd, e.segmentFd);
-	storeRelaxed(slot.hugePages, e.hugePages);
-	storeRelaxed(table.count, newCount);
-	/* Release: pairs with the acquire load of `sequence` in readers; publishes the entry. */
+	for (uint32_t i = from; i < entries.size(); ++i) {
+		const AttachEntry &e = entries[i];
+		AttachEntry &slot = table.entries[i];
+		storeRelaxed(slot.base, e.base);
+		storeRelaxed(slot.size, e.size);
+		storeRelaxed(slot.coverEnd, e.coverEnd);
+		storeRelaxed(slot.segmentInode, e.segmentInode);
+		storeRelaxed(slot.segmentOffset, e.segmentOffset);
+		storeRelaxed(slot.segmentSize, e.segmentSize);
+		storeRelaxed(slot.segmentFd, e.segmentFd);
+		storeRelaxed(slot.hugePages, e.hugePages);
+	}
+	storeRelaxed(table.count, static_cast<uint32_t>(entries.size()));
+	/* Release: pairs with the acquire load of `sequence` in readers; publishes the entries. */
 	table.sequence.store(seq + 2, std::memory_order_release);
 }
+
+namespace {
+
+/* Recompute coverEnd from @from on. */
+void fillCoverEnds(std::vector<AttachEntry> &entries, uint32_t from)
+{
+	uint64_t cover = from == 0 ? 0 : entries[from - 1].coverEnd;
+	for (uint32_t i = from; i < entries.size(); ++i) {
+		cover = std::max(cover, entries[i].base + entries[i].size);
+		entries[i].coverEnd = cover;
+	}
+}
+
+} /* namespace */
 
 int Window::attach(void *base, rma_aint size)
 {
@@ -609,19 +628,11 @@ int Window::attach(void *base, rma_aint size)
 		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_attach: base is NULL");
 	if (size == 0)
 		return RMA_SUCCESS;
-	AttachTable &table = attach_[comm_->rank()];
 	uint64_t lo = reinterpret_cast<uint64_t>(base);
-	uint64_t hi = lo + static_cast<uint64_t>(size);
-	for (uint32_t i = 0; i < table.count; ++i) {
-		const AttachEntry &e = table.entries[i];
-		if (lo < e.base + e.size && e.base < hi)
-			return makeError(RMA_ERR_RMA_ATTACH,
-					 "rma_win_attach: [%p, +%lld) overlaps the region [%p, +%llu) already attached to "
-					 "window '%s'",
-					 base, static_cast<long long>(size), reinterpret_cast<void *>(e.base),
-					 static_cast<unsigned long long>(e.size), name.c_str());
-	}
-	if (table.count == kMaxAttach)
+	if (lo + static_cast<uint64_t>(size) < lo)
+		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_attach: [%p, +%lld) wraps around the address space", base,
+				 static_cast<long long>(size));
+	if (attached_.size() == kMaxAttach)
 		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_attach: window '%s' already has %u regions attached (the limit)",
 				 name.c_str(), kMaxAttach);
 
@@ -638,8 +649,13 @@ int Window::attach(void *base, rma_aint size)
 			e.hugePages = hit->segment->hugePages();
 		}
 	}
-
-	writeAttachEntry(table, table.count, e, table.count + 1);
+	/* Sorted by base; regions may be adjacent to or overlap those already there (MPI allows both). */
+	auto at = std::upper_bound(attached_.begin(), attached_.end(), lo,
+				   [](uint64_t b, const AttachEntry &x) { return b < x.base; });
+	auto index = static_cast<uint32_t>(at - attached_.begin());
+	attached_.insert(at, e);
+	fillCoverEnds(attached_, index);
+	publishAttachTable(attach_[comm_->rank()], attached_, index);
 	return RMA_SUCCESS;
 }
 
@@ -647,17 +663,17 @@ int Window::detach(const void *base)
 {
 	if (flavor_ != Flavor::Dynamic)
 		return makeError(RMA_ERR_RMA_FLAVOR, "rma_win_detach: window '%s' is not dynamic", name.c_str());
-	AttachTable &table = attach_[comm_->rank()];
 	uint64_t addr = reinterpret_cast<uint64_t>(base);
-	uint32_t i = 0;
-	while (i < table.count && table.entries[i].base != addr)
-		++i;
-	if (i == table.count)
+	/* A region attached more than once goes one attachment at a time: the last one made. */
+	auto it = std::upper_bound(attached_.begin(), attached_.end(), addr,
+				   [](uint64_t b, const AttachEntry &x) { return b < x.base; });
+	if (it == attached_.begin() || std::prev(it)->base != addr)
 		return makeError(RMA_ERR_RMA_ATTACH, "rma_win_detach: no region of window '%s' starts at %p", name.c_str(),
 				 base);
-	/* Move the last entry into the hole. */
-	const AttachEntry last = table.entries[table.count - 1];
-	writeAttachEntry(table, i, last, table.count - 1);
+	auto index = static_cast<uint32_t>(std::prev(it) - attached_.begin());
+	attached_.erase(std::prev(it));
+	fillCoverEnds(attached_, index);
+	publishAttachTable(attach_[comm_->rank()], attached_, index);
 	return RMA_SUCCESS;
 }
 

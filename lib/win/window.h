@@ -380,7 +380,9 @@ private:
 	template<bool Put>
 	int fullAccess(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		       rma_datatype ttype);
-	void writeAttachEntry(AttachTable &table, uint32_t index, const AttachEntry &entry, uint32_t newCount);
+	void publishAttachTable(AttachTable &table, const std::vector<AttachEntry> &entries, uint32_t from);
+	/* This rank's attached regions (dynamic windows), sorted by base: what attach_[rank] publishes. */
+	std::vector<AttachEntry> attached_;
 
 	/* Accumulates (accumulate.cpp). */
 	int setUpAccumulates(const char *call, std::byte *control, const std::vector<uint8_t> &locked, bool plainCapable);

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -106,11 +107,40 @@ int Window::checkTarget(const char *call, int target, rma_aint disp, Footprint f
 	return RMA_SUCCESS;
 }
 
+namespace {
+
+AttachEntry loadEntry(AttachEntry &e)
+{
+	AttachEntry out;
+	out.base = std::atomic_ref<uint64_t>(e.base).load(std::memory_order_relaxed);
+	out.size = std::atomic_ref<uint64_t>(e.size).load(std::memory_order_relaxed);
+	out.coverEnd = std::atomic_ref<uint64_t>(e.coverEnd).load(std::memory_order_relaxed);
+	out.segmentInode = std::atomic_ref<uint64_t>(e.segmentInode).load(std::memory_order_relaxed);
+	out.segmentOffset = std::atomic_ref<uint64_t>(e.segmentOffset).load(std::memory_order_relaxed);
+	out.segmentSize = std::atomic_ref<uint64_t>(e.segmentSize).load(std::memory_order_relaxed);
+	out.segmentFd = std::atomic_ref<int32_t>(e.segmentFd).load(std::memory_order_relaxed);
+	out.hugePages = std::atomic_ref<uint32_t>(e.hugePages).load(std::memory_order_relaxed);
+	return out;
+}
+
+/* Whether @b continues @a's mapping: both private memory, or one segment at one offset relation. */
+bool sameMapping(const AttachEntry &a, const AttachEntry &b)
+{
+	return a.segmentInode == b.segmentInode &&
+	       (a.segmentInode == 0 || b.segmentOffset - b.base == a.segmentOffset - a.base);
+}
+
+} /* namespace */
+
 /*
- * Find the attached region of @target holding [disp, disp + footprint).
- * The target's table is read under its sequence lock (see attach()); the
- * application guarantees, as MPI requires, that the region was attached
- * before this access and is not detached during it.
+ * Find the attached regions of @target covering [disp + low, disp + high).
+ * Any range the union of the attached regions covers is accepted, across
+ * adjacent and overlapping regions; only a real hole is an error. The
+ * target's table is read under its sequence lock (see attach()) and is
+ * sorted by base with prefix cover ends, so the lookup is a binary search
+ * plus the regions the range spans. The application guarantees, as MPI
+ * requires, that the regions were attached before this access and are not
+ * detached during it.
  */
 int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view)
 {
@@ -118,32 +148,65 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprin
 	/* The bytes touched are [disp + low, disp + high); disp itself is the buffer start. */
 	uint64_t lo = static_cast<uint64_t>(disp) + static_cast<uint64_t>(fp.low);
 	uint64_t hi = static_cast<uint64_t>(disp) + static_cast<uint64_t>(fp.high);
+	if (fp.high <= fp.low) {
+		/* Nothing is touched: no region is needed (and nothing will move). */
+		view = targets_[target];
+		view.reach = Reach::Process;
+		view.base = nullptr;
+		view.remoteBase = static_cast<uint64_t>(disp);
+		return RMA_SUCCESS;
+	}
 	if (hi < lo)
 		hi = UINT64_MAX;
 	AttachEntry found{};
 	bool ok = false;
+	bool oneMapping = true;
+	uint64_t cover = 0;
+	uint64_t hole = lo;
 	for (SpinWait wait;; wait.once()) {
-		/* Acquire: pairs with the final release store of attach()/detach(). */
+		/* Acquire: pairs with the final release store of publishAttachTable(). */
 		uint64_t s1 = table.sequence.load(std::memory_order_acquire);
 		if (s1 & 1)
 			continue;
 		ok = false;
-		uint32_t count = std::atomic_ref<uint32_t>(table.count).load(std::memory_order_relaxed);
-		for (uint32_t i = 0; i < count && i < kMaxAttach; ++i) {
-			AttachEntry &e = table.entries[i];
-			uint64_t base = std::atomic_ref<uint64_t>(e.base).load(std::memory_order_relaxed);
-			uint64_t size = std::atomic_ref<uint64_t>(e.size).load(std::memory_order_relaxed);
-			if (lo >= base && hi <= base + size) {
-				found.base = base;
-				found.size = size;
-				found.segmentInode = std::atomic_ref<uint64_t>(e.segmentInode).load(std::memory_order_relaxed);
-				found.segmentOffset = std::atomic_ref<uint64_t>(e.segmentOffset).load(std::memory_order_relaxed);
-				found.segmentSize = std::atomic_ref<uint64_t>(e.segmentSize).load(std::memory_order_relaxed);
-				found.segmentFd = std::atomic_ref<int32_t>(e.segmentFd).load(std::memory_order_relaxed);
-				found.hugePages = std::atomic_ref<uint32_t>(e.hugePages).load(std::memory_order_relaxed);
-				ok = true;
+		oneMapping = true;
+		uint32_t count = std::min(std::atomic_ref<uint32_t>(table.count).load(std::memory_order_relaxed), kMaxAttach);
+		/* The first entry whose base is past lo. */
+		uint32_t l = 0, r = count;
+		while (l < r) {
+			uint32_t m = l + (r - l) / 2;
+			if (std::atomic_ref<uint64_t>(table.entries[m].base).load(std::memory_order_relaxed) <= lo)
+				l = m + 1;
+			else
+				r = m;
+		}
+		/* Of the regions starting at or before lo, the one reaching furthest: walk back while one can reach lo. */
+		int64_t best = -1;
+		cover = lo;
+		for (int64_t j = static_cast<int64_t>(l) - 1; j >= 0; --j) {
+			AttachEntry e = loadEntry(table.entries[j]);
+			if (e.coverEnd <= lo)
 				break;
+			if (e.base + e.size > cover) {
+				cover = e.base + e.size;
+				best = j;
 			}
+		}
+		hole = lo;
+		if (best >= 0) {
+			found = loadEntry(table.entries[best]);
+			/* Extend over the regions that start inside what is covered so far. */
+			for (uint32_t j = l; j < count && cover < hi; ++j) {
+				AttachEntry e = loadEntry(table.entries[j]);
+				if (e.base > cover)
+					break;
+				if (e.base + e.size > cover) {
+					cover = e.base + e.size;
+					oneMapping = oneMapping && sameMapping(found, e);
+				}
+			}
+			ok = cover >= hi;
+			hole = cover;
 		}
 		/* Acquire fence: the entry loads above happen before the re-check below. */
 		std::atomic_thread_fence(std::memory_order_acquire);
@@ -152,14 +215,21 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprin
 	}
 	if (!ok)
 		return makeError(RMA_ERR_RMA_RANGE,
-				 "%s: target rank %d of dynamic window '%s': [%#llx, +%lld bytes) is not inside a "
-				 "region attached there",
+				 "%s: target rank %d of dynamic window '%s': [%#llx, +%lld bytes) is not covered by the "
+				 "regions attached there (no region holds address %#llx)",
 				 call, target, name.c_str(), static_cast<unsigned long long>(lo),
-				 static_cast<long long>(fp.high - fp.low));
+				 static_cast<long long>(fp.high - fp.low), static_cast<unsigned long long>(hole));
+	/*
+	 * A range over regions of different mappings (separate segments, or a
+	 * segment next to private memory) is still one stretch of the owner's
+	 * address space: cross-memory attach reaches it whole.
+	 */
+	if (!oneMapping)
+		found.segmentInode = 0;
 
 	const TargetView &t = targets_[target];
 	view = t;
-	view.size = static_cast<rma_aint>(found.size);
+	view.size = static_cast<rma_aint>(cover - found.base);
 	view.remoteBase = static_cast<uint64_t>(disp);
 	view.base = nullptr;
 	view.reach = Reach::Process;

@@ -291,6 +291,78 @@ TEST(WindowTest, SharedQueryGivesLoadableContiguousMemory)
 	}
 }
 
+/*
+ * A target range may cross from one attached region into an adjacent or
+ * overlapping one: MPI asks only that it lie in attached memory. Halves of
+ * one malloc'ed array (cross-memory attach), halves of one rma_alloc_mem
+ * block (one segment, stored directly), overlapping regions, and a range
+ * over a hole (refused, naming the hole), for put, get and accumulate.
+ */
+TEST(WindowTest, DynamicRangesMayCrossAdjacentAndOverlappingRegions)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int rank) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		const int peer = 1 - rank;
+		rma_win win;
+		ASSERT_EQ(rma_win_create_dynamic(RMA_INFO_NULL, RMA_COMM_WORLD, &win), RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		std::vector<int64_t> heap(64, 0);
+		int64_t *seg;
+		ASSERT_EQ(rma_alloc_mem(64 * sizeof(int64_t), RMA_INFO_NULL, &seg), RMA_SUCCESS);
+		std::memset(seg, 0, 64 * sizeof(int64_t));
+		/* heap: [0,32) and [32,64) separately; seg: [0,40) and [24,64) overlapping; heap[63] stays out. */
+		ASSERT_EQ(rma_win_attach(win, heap.data() + 32, 31 * sizeof(int64_t)), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_attach(win, heap.data(), 32 * sizeof(int64_t)), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_attach(win, seg, 40 * sizeof(int64_t)), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_attach(win, seg + 24, 40 * sizeof(int64_t)), RMA_SUCCESS);
+
+		rma_aint mine[2], theirs[2];
+		rma_get_address(heap.data(), &mine[0]);
+		rma_get_address(seg, &mine[1]);
+		rma_win ex;
+		rma_aint *slot;
+		ASSERT_EQ(rma_win_allocate(sizeof(mine), 1, RMA_INFO_NULL, RMA_COMM_WORLD, &slot, &ex), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(mine, 2, RMA_AINT, peer, 0, 2, RMA_AINT, ex), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
+		std::memcpy(theirs, slot, sizeof(theirs));
+		ASSERT_EQ(rma_win_free(&ex), RMA_SUCCESS);
+
+		std::vector<int64_t> src(64);
+		for (int i = 0; i < 64; ++i)
+			src[i] = 100 * rank + i;
+		ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+		/* heap[24..40) crosses the boundary at 32; seg[16..48) spans both overlapping regions. */
+		EXPECT_EQ(rma_put(src.data(), 16, RMA_INT64_T, peer, theirs[0] + 24 * 8, 16, RMA_INT64_T, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_put(src.data(), 32, RMA_INT64_T, peer, theirs[1] + 16 * 8, 32, RMA_INT64_T, win), RMA_SUCCESS);
+		EXPECT_EQ(rma_accumulate(src.data(), 8, RMA_INT64_T, peer, theirs[1] + 36 * 8, 8, RMA_INT64_T, RMA_SUM, win),
+			  RMA_SUCCESS);
+		/* heap[60..64) reaches the unattached last element: a hole. */
+		int rc = rma_put(src.data(), 4, RMA_INT64_T, peer, theirs[0] + 60 * 8, 4, RMA_INT64_T, win);
+		EXPECT_EQ(errorClassOf(rc), RMA_ERR_RMA_RANGE) << errorText(rc);
+		EXPECT_NE(errorText(rc).find("no region holds address"), std::string::npos) << errorText(rc);
+		ASSERT_EQ(rma_win_flush(peer, win), RMA_SUCCESS);
+		std::vector<int64_t> back(32, -1);
+		EXPECT_EQ(rma_get(back.data(), 32, RMA_INT64_T, peer, theirs[0] + 16 * 8, 32, RMA_INT64_T, win),
+			  RMA_SUCCESS);
+		ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+		rma_barrier(RMA_COMM_WORLD);
+		for (int i = 0; i < 16; ++i)
+			EXPECT_EQ(heap[24 + i], 100 * peer + i) << i;
+		EXPECT_EQ(heap[63], 0);
+		for (int i = 0; i < 32; ++i) {
+			int64_t want = 100 * peer + i + (i >= 20 && i < 28 ? 100 * peer + (i - 20) : 0);
+			EXPECT_EQ(seg[16 + i], want) << i;
+		}
+		/* What the get read: heap[16..48) of the peer (this rank wrote [24, 40) there). */
+		for (int i = 0; i < 32; ++i)
+			EXPECT_EQ(back[i], (i >= 8 && i < 24) ? 100 * rank + (i - 8) : 0) << i;
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		rma_free_mem(seg);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
 TEST(WindowTest, DynamicAttachDetachSeveralRegions)
 {
 	EXPECT_RANKS_PASS(runRanks(2, [](int) {
@@ -309,9 +381,11 @@ TEST(WindowTest, DynamicAttachDetachSeveralRegions)
 			  ASSERT_EQ(rma_win_attach(win, a.data(), a.size() * sizeof(int)), RMA_SUCCESS);
 			  ASSERT_EQ(rma_win_attach(win, b.data(), b.size() * sizeof(int)), RMA_SUCCESS);
 			  ASSERT_EQ(rma_win_attach(win, c, 64 * sizeof(int)), RMA_SUCCESS);
-			  /* Overlaps and unknown detaches are errors. */
-			  EXPECT_EQ(errorClassOf(rma_win_attach(win, a.data() + 4, 8)), RMA_ERR_RMA_ATTACH);
+			  /* Overlapping attachments are allowed (and detached one by one); unknown detaches are errors. */
+			  EXPECT_EQ(rma_win_attach(win, a.data() + 4, 8), RMA_SUCCESS);
 			  EXPECT_EQ(errorClassOf(rma_win_detach(win, a.data() + 1)), RMA_ERR_RMA_ATTACH);
+			  EXPECT_EQ(rma_win_detach(win, a.data() + 4), RMA_SUCCESS);
+			  EXPECT_EQ(errorClassOf(rma_win_detach(win, a.data() + 4)), RMA_ERR_RMA_ATTACH);
 
 			  /* Exchange addresses with a tiny allocate window. */
 			  rma_aint mine[3], theirs[3];
