@@ -258,5 +258,11 @@ int main(int argc, char **argv)
 			     std::strcmp(mode, "agent") ? ", used in agent mode only" : ", agent in rank 0");
 	}
 
+	/* Once, so that a slow job on a small host is not a mystery. */
+	if (options.nranks > static_cast<int>(allowed.size()) && !allowed.empty())
+		std::fprintf(stderr,
+			     "rmarun: warning: %d ranks on %zu CPUs: the job oversubscribes them; it stays correct, "
+			     "and ranks that wait yield their CPU early, but every wait may cost a context switch\n",
+			     options.nranks, allowed.size());
 	return librma::launch(options);
 }

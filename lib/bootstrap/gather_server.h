@@ -57,6 +57,15 @@ public:
 	/* Collectives that have not been answered and forgotten (tests, leak checks). */
 	std::size_t pendingCount() const { return pending_.size(); }
 
+	/* Bytes of contributions held for unanswered collectives (the launcher bounds it). */
+	std::size_t bufferedBytes() const
+	{
+		std::size_t n = 0;
+		for (const auto &[key, c] : pending_)
+			n += c.data.size();
+		return n;
+	}
+
 private:
 	using Key = std::pair<uint64_t, uint64_t>; /* (ctx, seq) */
 

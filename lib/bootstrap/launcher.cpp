@@ -38,6 +38,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -80,6 +81,8 @@ using Clock = std::chrono::steady_clock;
  * RLIMIT_NOFILE in use.
  */
 constexpr int kBootFd = 100;
+/* Descriptors the launcher holds per running rank: socket, two output pipes, pidfd (and one in flight). */
+constexpr int kFdsPerRank = 5;
 constexpr int kTimeoutStatus = 124;
 constexpr int kCannotStartStatus = 127;
 /* Longest line kept waiting for its newline when tagging output. */
@@ -195,6 +198,9 @@ private:
 	boot::GatherServer server_;
 	const pid_t launcherPid_ = getpid();
 	bool usePidfd_ = true;
+	/* What the launcher buffers for its ranks, at most (RMA_LAUNCHER_MAX_MIB). */
+	std::size_t maxBufferedBytes_ = std::size_t(1024) << 20;
+	static constexpr std::size_t kMaxPendingCollectives = 4096;
 	int running_ = 0;
 	std::optional<int> status_;
 	bool stopping_ = false;
@@ -223,6 +229,8 @@ int Job::run()
 		argv.push_back(const_cast<char *>(arg.c_str()));
 	argv.push_back(nullptr);
 
+	if (const char *mib = knobValue("RMA_LAUNCHER_MAX_MIB"))
+		maxBufferedBytes_ = static_cast<std::size_t>(std::strtoull(mib, nullptr, 10)) << 20;
 	const char *noPidfd = knobValue("RMA_NO_PIDFD");
 	if (noPidfd && !std::strcmp(noPidfd, "1")) {
 		usePidfd_ = false;
@@ -246,6 +254,18 @@ int Job::run()
 	for (int rank = 0; rank < opts_.nranks; ++rank) {
 		Binding binding = bindingFor(opts_.bind, rank, allowed, topology);
 		int rc = startRank(rank, binding, argv);
+		if (rc == -EMFILE || rc == -ENFILE) {
+			struct rlimit lim {};
+			getrlimit(RLIMIT_NOFILE, &lim);
+			fail(kCannotStartStatus, SIGTERM,
+			     "cannot start rank %d: %s: the launcher keeps %d descriptors per rank (%d for %d ranks, plus "
+			     "its own), and this process may open %llu (RLIMIT_NOFILE); raise it with ulimit -n %d",
+			     rank, std::strerror(-rc), kFdsPerRank, kFdsPerRank * opts_.nranks, opts_.nranks,
+			     static_cast<unsigned long long>(lim.rlim_cur), kFdsPerRank * opts_.nranks + 64);
+			for (int r = rank; r < opts_.nranks; ++r)
+				server_.rankGone(r);
+			break;
+		}
 		if (rc < 0) {
 			fail(kCannotStartStatus, SIGTERM, "cannot start rank %d: %s", rank, std::strerror(-rc));
 			/* Ranks never started count as gone for the collectives. */
@@ -397,10 +417,23 @@ void Job::becomeRank(int rank, int sock, const int outputs[2], const std::vector
 			close(fd);
 	}
 
-	if (sock == kBootFd)
+	/*
+	 * The channel goes to descriptor 100, out of the program's way; under a
+	 * descriptor limit of 100 or less, to the lowest free one instead.
+	 */
+	int bootFd = kBootFd;
+	struct rlimit lim {};
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur <= static_cast<rlim_t>(kBootFd))
+		bootFd = -1;
+	if (sock == bootFd) {
 		fcntl(sock, F_SETFD, 0);
-	else if (dup2(sock, kBootFd) < 0 || close(sock) < 0)
-		_exit(kCannotStartStatus);
+	} else if (bootFd >= 0) {
+		if (dup2(sock, bootFd) < 0 || close(sock) < 0)
+			_exit(kCannotStartStatus);
+	} else {
+		bootFd = sock;
+		fcntl(sock, F_SETFD, 0);
+	}
 	for (int stream = 0; stream < 2; ++stream) {
 		if (outputs[stream] < 0)
 			continue;
@@ -409,7 +442,7 @@ void Job::becomeRank(int rank, int sock, const int outputs[2], const std::vector
 		close(outputs[stream]);
 	}
 
-	setenv("RMA_BOOT_FD", std::to_string(kBootFd).c_str(), 1);
+	setenv("RMA_BOOT_FD", std::to_string(bootFd).c_str(), 1);
 	setenv("RMA_RANK", std::to_string(rank).c_str(), 1);
 	setenv("RMA_SIZE", std::to_string(opts_.nranks).c_str(), 1);
 	setenv("RMA_BIND", binding.text.c_str(), 1);
@@ -552,16 +585,27 @@ void Job::readSocket(int rank)
 	RankState &state = ranks_[rank];
 	while (state.sock.isValid()) {
 		int rc = boot::recvPacket(state.sock.get(), state.in, MSG_DONTWAIT);
-		if (rc == 0)
+		if (rc == 0) {
+			if (state.in.body.size() > maxBufferedBytes_) {
+				fail(1, SIGTERM,
+				     "rank %d sent a bootstrap message of more than %zu MiB (RMA_LAUNCHER_MAX_MIB); "
+				     "stopping the job",
+				     rank, maxBufferedBytes_ >> 20);
+				closeRank(rank);
+				return;
+			}
 			continue;
+		}
 		if (rc == 1) {
 			dispatch(rank, std::exchange(state.in, {}));
 			continue;
 		}
 		if (rc == -EAGAIN)
 			return;
+		/* Junk on the bootstrap channel is a broken rank: the job cannot go on with it. */
 		if (rc != -ECONNRESET)
-			say("rank %d: bad bootstrap message: %s", rank, std::strerror(-rc));
+			fail(1, SIGTERM, "rank %d sent a malformed bootstrap message (%s); stopping the job", rank,
+			     std::strerror(-rc));
 		closeRank(rank);
 	}
 }
@@ -571,6 +615,21 @@ void Job::dispatch(int rank, boot::InMessage msg)
 	uint32_t type = boot::messageType(msg.body);
 	if (type == static_cast<uint32_t>(boot::MsgType::Gather)) {
 		server_.gather(rank, msg.body, std::move(msg.fds));
+		/*
+		 * A rank that floods collectives (or never reads its replies)
+		 * would grow the launcher without bound: past the limit the
+		 * job fails, naming the rank whose message crossed it.
+		 */
+		if (server_.bufferedBytes() > maxBufferedBytes_ || server_.pendingCount() > kMaxPendingCollectives ||
+		    server_.outbox(rank).size() > kMaxPendingCollectives) {
+			fail(1, SIGTERM,
+			     "rank %d: the launcher holds %zu unanswered collectives (%zu bytes) and %zu replies for it, "
+			     "over its limit of %zu collectives and %zu MiB (RMA_LAUNCHER_MAX_MIB); stopping the job",
+			     rank, server_.pendingCount(), server_.bufferedBytes(), server_.outbox(rank).size(),
+			     kMaxPendingCollectives, maxBufferedBytes_ >> 20);
+			closeRank(rank);
+			return;
+		}
 		flushOutboxes();
 		return;
 	}
@@ -579,7 +638,7 @@ void Job::dispatch(int rank, boot::InMessage msg)
 		fail(abort.code, SIGTERM, "rank %d called abort(%d)", rank, abort.code);
 		return;
 	}
-	say("rank %d: unknown bootstrap message type %u", rank, type);
+	fail(1, SIGTERM, "rank %d sent a bootstrap message of unknown type %u; stopping the job", rank, type);
 	closeRank(rank);
 }
 

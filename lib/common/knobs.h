@@ -74,6 +74,9 @@ inline constexpr Knob kKnobs[] = {
 	  knobs::boolean },
 	{ "RMA_NO_PIDFD", "0 or 1", "0",
 	  "1 makes rmarun watch its ranks through SIGCHLD alone, as on a kernel without pidfd_open", knobs::boolean },
+	{ "RMA_LAUNCHER_MAX_MIB", "a number of MiB", "1024",
+	  "the most rmarun buffers for its ranks' bootstrap traffic; a rank that exceeds it fails the job",
+	  knobs::number },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

@@ -7,12 +7,14 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <string>
@@ -22,6 +24,7 @@
 
 #include "bootstrap/binding.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/protocol.h"
 #include "error/error.h"
 #include "numa/topology.h"
 #include "support/multiproc.h"
@@ -411,6 +414,86 @@ TEST(LauncherTest, RunRanksReportsAssertionFailuresInRanks)
 	});
 	EXPECT_EQ(status, 1);
 	EXPECT_NE(captured.out.find("deliberate failure in rank 1"), std::string::npos) << captured.out;
+}
+
+} /* namespace */
+} /* namespace librma */
+
+namespace librma {
+namespace {
+
+/* The bootstrap channel of a rank that launch() forked. */
+int bootFd()
+{
+	const char *fd = std::getenv("RMA_BOOT_FD");
+	return fd ? std::atoi(fd) : -1;
+}
+
+/* Junk on the bootstrap channel fails the job at once, with a message naming the rank. */
+TEST(LauncherTest, GarbageBootstrapMessageFailsTheJob)
+{
+	for (int kind = 0; kind < 2; ++kind) {
+		SCOPED_TRACE(kind);
+		auto start = Clock::now();
+		int status = -1;
+		auto out = test::captureStdio([&] {
+			status = launch(jobOf(3, [kind](int rank) -> int {
+				if (rank == 1) {
+					if (kind == 0) {
+						const char junk[] = "this is not a bootstrap packet";
+						(void)!send(bootFd(), junk, sizeof(junk), MSG_NOSIGNAL);
+					} else {
+						/* A well-formed packet whose message type does not exist. */
+						struct {
+							boot::PacketHeader h;
+							uint32_t type;
+						} m{ { boot::kPacketMagic, 4, 0, boot::kLastPacket }, 77 };
+						(void)!send(bootFd(), &m, sizeof(m), MSG_NOSIGNAL);
+					}
+				}
+				spinForever();
+			}));
+		});
+		EXPECT_EQ(status, 1);
+		EXPECT_LT(secondsSince(start), 5) << "the job went on with a broken rank";
+		EXPECT_NE(out.err.find(kind == 0 ? "rank 1 sent a malformed bootstrap message"
+						 : "rank 1 sent a bootstrap message of unknown type 77"),
+			  std::string::npos)
+			<< out.err;
+	}
+}
+
+/* A rank flooding collective traffic cannot grow the launcher without bound. */
+TEST(LauncherTest, FloodingRankFailsTheJobInsteadOfGrowingTheLauncher)
+{
+	setenv("RMA_LAUNCHER_MAX_MIB", "16", 1);
+	auto start = Clock::now();
+	int status = -1;
+	auto out = test::captureStdio([&] {
+		status = launch(jobOf(2, [](int rank) -> int {
+			if (rank == 0) {
+				/* Allgathers rank 1 never joins, each with 1 MiB of data, forever. */
+				std::vector<std::byte> body(sizeof(boot::GatherRequest) + 2 * sizeof(int32_t) + (1 << 20));
+				for (uint64_t seq = 1;; ++seq) {
+					boot::GatherRequest g{ boot::MsgType::Gather, 2, 99, seq, 1 << 20, 0, 0 };
+					int32_t members[2] = { 0, 1 };
+					std::memcpy(body.data(), &g, sizeof(g));
+					std::memcpy(body.data() + sizeof(g), members, sizeof(members));
+					boot::OutMessage m;
+					m.body = body;
+					while (!m.done())
+						if (boot::sendPacket(bootFd(), m, 0) < 0)
+							return 3;
+				}
+			}
+			spinForever();
+		}));
+	});
+	unsetenv("RMA_LAUNCHER_MAX_MIB");
+	EXPECT_EQ(status, 1);
+	EXPECT_LT(secondsSince(start), 20);
+	EXPECT_NE(out.err.find("rank 0: the launcher holds"), std::string::npos) << out.err;
+	EXPECT_NE(out.err.find("over its limit"), std::string::npos) << out.err;
 }
 
 } /* namespace */

@@ -270,3 +270,45 @@ TEST_F(RmarunTest, VersionNamesTheProgram)
 
 } /* namespace */
 } /* namespace librma */
+
+namespace librma {
+namespace {
+
+class RmarunLimitsTest : public RmarunTest
+{
+};
+
+/* Under a low descriptor limit, jobs that fit run, and one that does not says what ran out and what to set. */
+TEST_F(RmarunLimitsTest, LowDescriptorLimitIsExplainedNotOpaque)
+{
+	/* 64 descriptors: enough for 4 ranks (it failed with an opaque status 127 before). */
+	CommandResult r = runCommand({ "/bin/sh", "-c", "ulimit -n 64 && exec '" + rmarun_ + "' -n 4 '" + client_ + "'" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(sortedLines(r.out).size(), 4u) << r.out << r.err;
+	/* 30 descriptors cannot hold 16 ranks: the message names the limit and the fix. */
+	r = runCommand({ "/bin/sh", "-c", "ulimit -n 30 && exec '" + rmarun_ + "' -n 16 /bin/sleep 2" });
+	EXPECT_EQ(r.status, 127) << r.err;
+	EXPECT_NE(r.err.find("Too many open files"), std::string::npos) << r.err;
+	EXPECT_NE(r.err.find("RLIMIT_NOFILE"), std::string::npos) << r.err;
+	EXPECT_NE(r.err.find("ulimit -n"), std::string::npos) << r.err;
+}
+
+/* More ranks than CPUs: one warning line, and the job still runs. */
+TEST_F(RmarunLimitsTest, OversubscriptionIsWarnedOnce)
+{
+	cpu_set_t set;
+	ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+	int cpus = CPU_COUNT(&set);
+	CommandResult r = runCommand({ rmarun_, "-n", std::to_string(cpus + 1), "/bin/true" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	std::string needle = "rmarun: warning: " + std::to_string(cpus + 1) + " ranks on " + std::to_string(cpus) +
+			     " CPUs";
+	auto at = r.err.find(needle);
+	EXPECT_NE(at, std::string::npos) << r.err;
+	EXPECT_EQ(r.err.find("oversubscribes", at + needle.size() + 20), std::string::npos) << "warned twice";
+	r = runCommand({ rmarun_, "-n", std::to_string(cpus), "/bin/true" });
+	EXPECT_EQ(r.err.find("oversubscribes"), std::string::npos) << r.err;
+}
+
+} /* namespace */
+} /* namespace librma */
