@@ -391,7 +391,10 @@ TEST(KnobTest, GarbageEnvironmentValuesFailInitNamingTheVariable)
 		{ "RMA_ACC_PATH", "banana" },	  { "RMA_NO_MEMBARRIER", "maybe" }, { "RMA_PROGRESS", "fast" },
 		{ "RMA_PROGRESS_CORE", "-3" },	  { "RMA_NO_PIDFD", "yes" },	    { "RMA_TOPOLOGY", "/nonexistent/sys" },
 	};
-	for (const auto &[name, value] : cases) {
+	for (const auto &knob : cases) {
+		/* Named copies: clang 14 lets no lambda capture a structured binding. */
+		const char *name = knob.first;
+		const char *value = knob.second;
 		SCOPED_TRACE(name);
 		int status = -1;
 		librma::test::CapturedStdio out = librma::test::captureStdio([&] {
