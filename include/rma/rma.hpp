@@ -15,14 +15,22 @@
 #ifndef RMA_RMA_HPP
 #define RMA_RMA_HPP
 
+#if !defined(__cplusplus) || __cplusplus < 202002L
+#error "librma's C++ API (rma/rma.hpp) needs C++20 (-std=c++20 or later); C programs use rma/rma.h"
+#endif
+
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <rma/rma.h>
 
@@ -71,16 +79,48 @@ public:
 	bool ok() const { return status_.ok(); }
 	explicit operator bool() const { return ok(); }
 	const Status &status() const { return status_; }
-	/** The value; only valid when ok(). */
-	T &value() & { return *value_; }
-	T &&value() && { return std::move(*value_); }
-	T *operator->() { return &*value_; }
-	T &operator*() { return *value_; }
+	/**
+	 * The value. On an error there is none: the call prints the status's
+	 * message to stderr and aborts (the library throws no exceptions), so
+	 * check ok() first where an error is possible.
+	 */
+	T &value() &
+	{
+		check();
+		return *value_;
+	}
+	T &&value() &&
+	{
+		check();
+		return std::move(*value_);
+	}
+	T *operator->() { return &value(); }
+	T &operator*() { return value(); }
 
 private:
+	void check() const
+	{
+		if (!value_) [[unlikely]] {
+			std::fprintf(stderr, "rma::Result::value() called on an error: %s\n", status_.message().c_str());
+			std::abort();
+		}
+	}
+
 	Status status_;
 	std::optional<T> value_;
 };
+
+/** @brief The C++ types with a predefined librma datatype (see datatypeOf()). */
+template<typename T>
+concept Element = std::is_arithmetic_v<std::remove_cv_t<T>> || std::is_same_v<std::remove_cv_t<T>, std::byte> ||
+		  std::is_same_v<std::remove_cv_t<T>, std::complex<float>> ||
+		  std::is_same_v<std::remove_cv_t<T>, std::complex<double>> ||
+		  std::is_same_v<std::remove_cv_t<T>, std::complex<long double>>;
+
+/** @brief Contiguous ranges of Elements (std::span, std::vector, std::array, C arrays). */
+template<typename R>
+concept ElementRange = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+		       Element<std::ranges::range_value_t<R>>;
 
 /** @brief The predefined datatype of a C++ type (rma::datatypeOf<double>() == RMA_DOUBLE). */
 template<typename T>
@@ -154,6 +194,146 @@ public:
 
 private:
 	rma_comm handle_;
+};
+
+/**
+ * @brief An owned process group (rma_group): freed on destruction, move-only.
+ * Groups name the targets of PSCW epochs (Window::post, Window::start).
+ */
+class Group
+{
+public:
+	Group() = default;
+	/** Take ownership of @p handle (freed by the destructor unless RMA_GROUP_NULL or RMA_GROUP_EMPTY). */
+	static Group adopt(rma_group handle) { return Group(handle); }
+	/** The group of a communicator's processes (rma_comm_group). */
+	static Result<Group> of(Comm comm)
+	{
+		rma_group g = RMA_GROUP_NULL;
+		int rc = rma_comm_group(comm.handle(), &g);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return Group(g);
+	}
+	Group(Group &&other) noexcept : handle_(std::exchange(other.handle_, RMA_GROUP_NULL)) {}
+	Group &operator=(Group &&other) noexcept
+	{
+		if (this != &other) {
+			reset();
+			handle_ = std::exchange(other.handle_, RMA_GROUP_NULL);
+		}
+		return *this;
+	}
+	Group(const Group &) = delete;
+	Group &operator=(const Group &) = delete;
+	~Group() { reset(); }
+
+	/** Number of processes (rma_group_size); 0 for an invalid group. */
+	int size() const
+	{
+		int n = 0;
+		(void)rma_group_size(handle_, &n);
+		return n;
+	}
+	/** This process's rank in the group, RMA_UNDEFINED if it is not a member. */
+	int rank() const
+	{
+		int r = RMA_UNDEFINED;
+		(void)rma_group_rank(handle_, &r);
+		return r;
+	}
+	/** The members at @p ranks of this group, in that order (rma_group_incl). */
+	Result<Group> incl(std::span<const int> ranks) const { return derive(ranks, rma_group_incl); }
+	/** This group without the members at @p ranks (rma_group_excl). */
+	Result<Group> excl(std::span<const int> ranks) const { return derive(ranks, rma_group_excl); }
+	/** The ranks in @p other of this group's @p ranks (RMA_UNDEFINED where absent). */
+	Result<std::vector<int>> translate(std::span<const int> ranks, const Group &other) const
+	{
+		std::vector<int> out(ranks.size(), RMA_UNDEFINED);
+		int rc = rma_group_translate_ranks(handle_, static_cast<int>(ranks.size()), ranks.data(), other.handle_,
+						   out.data());
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return out;
+	}
+	rma_group handle() const { return handle_; }
+
+private:
+	explicit Group(rma_group handle) : handle_(handle) {}
+	void reset()
+	{
+		if (handle_ != RMA_GROUP_NULL && handle_ != RMA_GROUP_EMPTY)
+			(void)rma_group_free(&handle_);
+		handle_ = RMA_GROUP_NULL;
+	}
+	template<typename Fn>
+	Result<Group> derive(std::span<const int> ranks, Fn fn) const
+	{
+		rma_group g = RMA_GROUP_NULL;
+		int rc = fn(handle_, static_cast<int>(ranks.size()), ranks.data(), &g);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return Group(g);
+	}
+
+	rma_group handle_ = RMA_GROUP_NULL;
+};
+
+/**
+ * @brief An owned request of a request-based operation (Window::rput, rget,
+ *        raccumulate), move-only.
+ *
+ * wait() completes it (the origin buffer may be reused, and fetched data is
+ * there); test() says whether it is complete. A Request destroyed before it
+ * completed is freed with rma_request_free(): the operation itself still
+ * completes at the window's next flush, unlock or unlock_all, as in MPI, so
+ * dropping one never blocks.
+ */
+class Request
+{
+public:
+	Request() = default;
+	static Request adopt(rma_request handle) { return Request(handle); }
+	Request(Request &&other) noexcept : handle_(std::exchange(other.handle_, RMA_REQUEST_NULL)) {}
+	Request &operator=(Request &&other) noexcept
+	{
+		if (this != &other) {
+			reset();
+			handle_ = std::exchange(other.handle_, RMA_REQUEST_NULL);
+		}
+		return *this;
+	}
+	Request(const Request &) = delete;
+	Request &operator=(const Request &) = delete;
+	~Request() { reset(); }
+
+	/** rma_wait(): blocks until complete; the request is then done (active() is false). */
+	Status wait() { return handle_ == RMA_REQUEST_NULL ? Status() : Status(rma_wait(&handle_, nullptr)); }
+	/** rma_test(): true once complete (and then done); an error as the Status. */
+	Result<bool> test()
+	{
+		if (handle_ == RMA_REQUEST_NULL)
+			return true;
+		int flag = 0;
+		int rc = rma_test(&handle_, &flag, nullptr);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return flag != 0;
+	}
+	/** Whether an operation is still attached (not yet completed by wait() or test()). */
+	bool active() const { return handle_ != RMA_REQUEST_NULL; }
+	rma_request handle() const { return handle_; }
+
+private:
+	explicit Request(rma_request handle) : handle_(handle) {}
+	void reset()
+	{
+		if (handle_ != RMA_REQUEST_NULL)
+			(void)rma_request_free(&handle_);
+		handle_ = RMA_REQUEST_NULL;
+	}
+
+	rma_request handle_ = RMA_REQUEST_NULL;
 };
 
 /** @brief An owned info object. */
@@ -273,24 +453,59 @@ public:
 		return { static_cast<T *>(base), static_cast<std::size_t>(*size) / sizeof(T) };
 	}
 
-	/** rma_put() of @p origin to @p target at displacement @p disp (in the target's disp units). */
-	template<typename T>
-	Status put(std::span<const T> origin, int target, rma_aint disp)
+	/**
+	 * rma_put() of @p origin (any contiguous range of Elements: std::span,
+	 * std::vector, std::array) to @p target at displacement @p disp (in the
+	 * target's disp units).
+	 */
+	template<ElementRange R>
+	Status put(const R &origin, int target, rma_aint disp)
 	{
-		return Status(rma_put(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
-				      static_cast<int>(origin.size()), datatypeOf<T>(), handle_));
+		using T = std::ranges::range_value_t<R>;
+		const int n = static_cast<int>(std::ranges::size(origin));
+		return Status(rma_put(std::ranges::data(origin), n, datatypeOf<T>(), target, disp, n, datatypeOf<T>(),
+				      handle_));
 	}
-	template<typename T>
+	/** rma_put() of one element. */
+	template<Element T>
 	Status put(const T &value, int target, rma_aint disp)
 	{
 		return put(std::span<const T>(&value, 1), target, disp);
 	}
-	/** rma_get() into @p origin from @p target at displacement @p disp. */
-	template<typename T>
-	Status get(std::span<T> origin, int target, rma_aint disp)
+	/** rma_rput(): put() with a Request (passive-target epochs; RMA_PROC_NULL in any epoch). */
+	template<ElementRange R>
+	Result<Request> rput(const R &origin, int target, rma_aint disp)
 	{
-		return Status(rma_get(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
-				      static_cast<int>(origin.size()), datatypeOf<T>(), handle_));
+		using T = std::ranges::range_value_t<R>;
+		const int n = static_cast<int>(std::ranges::size(origin));
+		rma_request r = RMA_REQUEST_NULL;
+		int rc = rma_rput(std::ranges::data(origin), n, datatypeOf<T>(), target, disp, n, datatypeOf<T>(), handle_,
+				  &r);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return Request::adopt(r);
+	}
+	/** rma_rget(): get() with a Request; the data is in @p origin once it completes. */
+	template<ElementRange R>
+	Result<Request> rget(R &&origin, int target, rma_aint disp)
+	{
+		using T = std::ranges::range_value_t<R>;
+		const int n = static_cast<int>(std::ranges::size(origin));
+		rma_request r = RMA_REQUEST_NULL;
+		int rc = rma_rget(std::ranges::data(origin), n, datatypeOf<T>(), target, disp, n, datatypeOf<T>(), handle_,
+				  &r);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return Request::adopt(r);
+	}
+	/** rma_get() into @p origin (a contiguous range of Elements) from @p target at displacement @p disp. */
+	template<ElementRange R>
+	Status get(R &&origin, int target, rma_aint disp)
+	{
+		using T = std::ranges::range_value_t<R>;
+		const int n = static_cast<int>(std::ranges::size(origin));
+		return Status(rma_get(std::ranges::data(origin), n, datatypeOf<T>(), target, disp, n, datatypeOf<T>(),
+				      handle_));
 	}
 
 	/**
@@ -298,11 +513,13 @@ public:
 	 * (RMA_SUM, RMA_REPLACE, ...): atomic per element; complete at the
 	 * next flush, unlock, fence or complete.
 	 */
-	template<typename T>
-	Status accumulate(std::span<const T> origin, int target, rma_aint disp, rma_op op)
+	template<ElementRange R>
+	Status accumulate(const R &origin, int target, rma_aint disp, rma_op op)
 	{
-		return Status(rma_accumulate(origin.data(), static_cast<int>(origin.size()), datatypeOf<T>(), target, disp,
-					     static_cast<int>(origin.size()), datatypeOf<T>(), op, handle_));
+		using T = std::ranges::range_value_t<R>;
+		const int n = static_cast<int>(std::ranges::size(origin));
+		return Status(rma_accumulate(std::ranges::data(origin), n, datatypeOf<T>(), target, disp, n,
+					     datatypeOf<T>(), op, handle_));
 	}
 	/**
 	 * rma_get_accumulate(): @p result receives the target's elements, which
@@ -361,6 +578,18 @@ public:
 	/** rma_win_post() / rma_win_start() over a group handle; rma_win_complete() / rma_win_wait(). */
 	Status post(rma_group group, int assert = 0) { return Status(rma_win_post(group, assert, handle_)); }
 	Status start(rma_group group, int assert = 0) { return Status(rma_win_start(group, assert, handle_)); }
+	/** post() / start() over a Group. */
+	Status post(const Group &group, int assert = 0) { return post(group.handle(), assert); }
+	Status start(const Group &group, int assert = 0) { return start(group.handle(), assert); }
+	/** The window's group (rma_win_get_group). */
+	Result<Group> group() const
+	{
+		rma_group g = RMA_GROUP_NULL;
+		int rc = rma_win_get_group(handle_, &g);
+		if (rc != RMA_SUCCESS)
+			return Status(rc);
+		return Group::adopt(g);
+	}
 	Status complete() { return Status(rma_win_complete(handle_)); }
 	Status wait() { return Status(rma_win_wait(handle_)); }
 
