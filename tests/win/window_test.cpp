@@ -292,6 +292,28 @@ TEST(WindowTest, SharedQueryGivesLoadableContiguousMemory)
 }
 
 /*
+ * Two ranks swap the addresses of @mine through a tiny allocate window
+ * (collective): the peer's addresses, in order, or nothing on a failure.
+ */
+std::vector<rma_aint> addressesOfPeer(std::vector<const void *> mine, int peer)
+{
+	std::vector<rma_aint> addrs(mine.size()), theirs;
+	for (size_t i = 0; i < mine.size(); ++i)
+		rma_get_address(mine[i], &addrs[i]);
+	const int n = static_cast<int>(addrs.size());
+	rma_win ex;
+	rma_aint *slot;
+	if (rma_win_allocate(n * sizeof(rma_aint), 1, RMA_INFO_NULL, RMA_COMM_WORLD, &slot, &ex) != RMA_SUCCESS)
+		return theirs;
+	if (rma_win_fence(0, ex) == RMA_SUCCESS &&
+	    rma_put(addrs.data(), n, RMA_AINT, peer, 0, n, RMA_AINT, ex) == RMA_SUCCESS &&
+	    rma_win_fence(0, ex) == RMA_SUCCESS)
+		theirs.assign(slot, slot + n);
+	rma_win_free(&ex);
+	return theirs;
+}
+
+/*
  * A target range may cross from one attached region into an adjacent or
  * overlapping one: MPI asks only that it lie in attached memory. Halves of
  * one malloc'ed array (cross-memory attach), halves of one rma_alloc_mem
@@ -316,17 +338,8 @@ TEST(WindowTest, DynamicRangesMayCrossAdjacentAndOverlappingRegions)
 		ASSERT_EQ(rma_win_attach(win, seg, 40 * sizeof(int64_t)), RMA_SUCCESS);
 		ASSERT_EQ(rma_win_attach(win, seg + 24, 40 * sizeof(int64_t)), RMA_SUCCESS);
 
-		rma_aint mine[2], theirs[2];
-		rma_get_address(heap.data(), &mine[0]);
-		rma_get_address(seg, &mine[1]);
-		rma_win ex;
-		rma_aint *slot;
-		ASSERT_EQ(rma_win_allocate(sizeof(mine), 1, RMA_INFO_NULL, RMA_COMM_WORLD, &slot, &ex), RMA_SUCCESS);
-		ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
-		ASSERT_EQ(rma_put(mine, 2, RMA_AINT, peer, 0, 2, RMA_AINT, ex), RMA_SUCCESS);
-		ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
-		std::memcpy(theirs, slot, sizeof(theirs));
-		ASSERT_EQ(rma_win_free(&ex), RMA_SUCCESS);
+		std::vector<rma_aint> theirs = addressesOfPeer({ heap.data(), seg }, peer);
+		ASSERT_EQ(theirs.size(), 2u);
 
 		std::vector<int64_t> src(64);
 		for (int i = 0; i < 64; ++i)
@@ -387,19 +400,8 @@ TEST(WindowTest, DynamicAttachDetachSeveralRegions)
 			  EXPECT_EQ(rma_win_detach(win, a.data() + 4), RMA_SUCCESS);
 			  EXPECT_EQ(errorClassOf(rma_win_detach(win, a.data() + 4)), RMA_ERR_RMA_ATTACH);
 
-			  /* Exchange addresses with a tiny allocate window. */
-			  rma_aint mine[3], theirs[3];
-			  rma_get_address(a.data(), &mine[0]);
-			  rma_get_address(b.data(), &mine[1]);
-			  rma_get_address(c, &mine[2]);
-			  rma_win ex;
-			  rma_aint *slot;
-			  ASSERT_EQ(rma_win_allocate(sizeof(mine), 1, RMA_INFO_NULL, RMA_COMM_WORLD, &slot, &ex), RMA_SUCCESS);
-			  ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
-			  ASSERT_EQ(rma_put(mine, 3, RMA_AINT, peer, 0, 3, RMA_AINT, ex), RMA_SUCCESS);
-			  ASSERT_EQ(rma_win_fence(0, ex), RMA_SUCCESS);
-			  std::memcpy(theirs, slot, sizeof(theirs));
-			  ASSERT_EQ(rma_win_free(&ex), RMA_SUCCESS);
+			  std::vector<rma_aint> theirs = addressesOfPeer({ a.data(), b.data(), c }, peer);
+			  ASSERT_EQ(theirs.size(), 3u);
 
 			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
 			  int v = 1000 + rank;
