@@ -36,7 +36,7 @@ void printUsage(FILE *out)
 		     "Start N ranks of PROGRAM on this host and serve their bootstrap.\n"
 		     "\n"
 		     "Options:\n"
-		     "  -n, --nranks N       number of ranks (required, 1..%ld)\n"
+		     "  -n, -np, --nranks N  number of ranks (required, 1..%ld)\n"
 		     "      --bind KIND      where ranks run: core (default; rank i on the i-th\n"
 		     "                       allowed CPU, wrapping around), numa (all CPUs of a\n"
 		     "                       NUMA node, nodes taken in turn) or none\n"
@@ -50,6 +50,8 @@ void printUsage(FILE *out)
 		     "                       (origins drain them while they wait)\n"
 		     "      --progress-core N  the CPU the agent runs on (default: the last CPU no\n"
 		     "                       rank is bound to, else the last CPU, shared)\n"
+		     "  -x VAR[=VALUE]       set VAR to VALUE in the ranks' environment (repeatable);\n"
+		     "                       -x VAR passes rmarun's own VAR and fails if it is unset\n"
 		     "  -v, --verbose        report bindings, progress and exits on stderr\n"
 		     "  -h, --help           show this help and exit\n"
 		     "      --version        show the version and exit\n"
@@ -148,14 +150,35 @@ int main(int argc, char **argv)
 		{ nullptr, 0, nullptr, 0 },
 	};
 
+	/* mpiexec's spelling: -np N is -n N (up to the program's name, which getopt stops at). */
+	for (int i = 1; i < argc && argv[i][0] == '-'; ++i) {
+		if (!std::strcmp(argv[i], "-np"))
+			argv[i] = const_cast<char *>("-n");
+		if (!std::strcmp(argv[i], "--"))
+			break;
+	}
+
 	librma::LaunchOptions options;
 	bool haveRanks = false;
 	const char *progress = nullptr;
 	long progressCore = -1;
 	int opt;
 	/* '+': stop at the program's name, so its own options stay its own. */
-	while ((opt = getopt_long(argc, argv, "+n:vh", longOptions, nullptr)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+n:x:vh", longOptions, nullptr)) != -1) {
 		switch (opt) {
+		case 'x': {
+			/* The ranks inherit rmarun's environment, so setting it here exports it. */
+			const char *eq = std::strchr(optarg, '=');
+			std::string name = eq ? std::string(optarg, static_cast<std::size_t>(eq - optarg)) : std::string(optarg);
+			if (name.empty())
+				return usageError("-x wants VAR or VAR=VALUE, not '%s'", optarg);
+			if (!eq && !std::getenv(name.c_str()))
+				return usageError("-x %s: %s is not set in rmarun's environment (give -x %s=VALUE)",
+						  name.c_str(), name.c_str(), name.c_str());
+			if (eq && setenv(name.c_str(), eq + 1, 1) != 0)
+				return usageError("-x %s: cannot set it: %s", optarg, std::strerror(errno));
+			break;
+		}
 		case 'n': {
 			char *end;
 			errno = 0;

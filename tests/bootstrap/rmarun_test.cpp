@@ -256,7 +256,7 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	CommandResult r = rmarun({ "--help" });
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
-	     { "-n, --nranks", "--bind", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
+	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
 	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }
@@ -308,6 +308,24 @@ TEST_F(RmarunLimitsTest, OversubscriptionIsWarnedOnce)
 	EXPECT_EQ(r.err.find("oversubscribes", at + needle.size() + 20), std::string::npos) << "warned twice";
 	r = runCommand({ rmarun_, "-n", std::to_string(cpus), "/bin/true" });
 	EXPECT_EQ(r.err.find("oversubscribes"), std::string::npos) << r.err;
+}
+
+/* mpiexec users' habits: -np N, and -x VAR[=VALUE] into the ranks' environment. */
+TEST_F(RmarunLimitsTest, MpiexecSpellingsNpAndX)
+{
+	setenv("RMARUN_TEST_PASSED", "through", 1);
+	CommandResult r = runCommand({ rmarun_, "-np", "2", "-x", "RMARUN_TEST_SET=a=b", "-x", "RMARUN_TEST_PASSED",
+				       "/bin/sh", "-c", "echo $RMA_SIZE $RMARUN_TEST_SET $RMARUN_TEST_PASSED", "-np" });
+	unsetenv("RMARUN_TEST_PASSED");
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "2 a=b through", "2 a=b through" })) << r.out;
+	/* -x of an unset variable is a usage error, and --help lists both. */
+	r = runCommand({ rmarun_, "-n", "1", "-x", "RMARUN_TEST_UNSET_VARIABLE", "/bin/true" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("RMARUN_TEST_UNSET_VARIABLE is not set"), std::string::npos) << r.err;
+	r = runCommand({ rmarun_, "--help" });
+	EXPECT_NE(r.out.find("-np"), std::string::npos);
+	EXPECT_NE(r.out.find("-x VAR[=VALUE]"), std::string::npos);
 }
 
 } /* namespace */
