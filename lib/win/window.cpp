@@ -203,37 +203,63 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	}
 
 	/*
-	 * Contiguous shared memory is one segment made by rank 0, which first
-	 * needs every member's size and policy.
+	 * The window's memory is reserved collectively: every member learns
+	 * every size first, so a window whose total exceeds what the host can
+	 * give fails on every rank with RMA_ERR_NO_MEM before any memory is
+	 * touched (ranks checking alone all passed, then the OOM killer chose
+	 * one). Contiguous shared memory is one segment made by rank 0, which
+	 * also needs every member's policy.
 	 */
 	std::vector<int64_t> sizes;
+	struct First {
+		int32_t status;
+		int32_t mode;
+		int64_t size;
+		int32_t node;
+		int32_t pad;
+		uint64_t available; /* what this host can give, as this rank sees it */
+	};
+	GatherResult firstOut;
+	const First *firsts = nullptr;
+	const bool allocates = flavor_ == Flavor::Allocate || flavor_ == Flavor::Shared;
+	if (allocates) {
+		First first{ errorClass(status), policy.mode, size, policy.nodes.empty() ? -1 : policy.nodes[0], 0,
+			     availableMemory() };
+		RMA_TRY(comm_->allgather(std::as_bytes(std::span(&first, 1)), {}, firstOut));
+		firsts = reinterpret_cast<const First *>(firstOut.data.data());
+		/* Every rank computes the same verdict from the same gathered numbers. */
+		uint64_t total = 0, available = UINT64_MAX;
+		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+		for (int r = 0; r < n; ++r) {
+			total += (static_cast<uint64_t>(std::max<int64_t>(firsts[r].size, 0)) + page - 1) / page * page;
+			available = std::min(available, firsts[r].available);
+		}
+		const bool fromPool = hints_.hugePages != HugePages::Off && freeHugePages() * kHugePageSize >= total;
+		if (status == RMA_SUCCESS && !fromPool && total > available)
+			status = makeError(RMA_ERR_NO_MEM,
+					   "%s: the window needs %llu bytes on this host in all (%lld on this rank, %d "
+					   "ranks), more than the %llu bytes the host can give (MemAvailable and cgroup "
+					   "limits); nothing was reserved",
+					   call, static_cast<unsigned long long>(total), static_cast<long long>(size), n,
+					   static_cast<unsigned long long>(available));
+	}
 	if (contiguous) {
-		struct First {
-			int32_t status;
-			int32_t mode;
-			int64_t size;
-			int32_t node;
-			int32_t pad;
-		} first{ errorClass(status), policy.mode, size, policy.nodes.empty() ? -1 : policy.nodes[0], 0 };
-		GatherResult out;
-		RMA_TRY(comm_->allgather(std::as_bytes(std::span(&first, 1)), {}, out));
-		const First *all = reinterpret_cast<const First *>(out.data.data());
 		SegmentOptions options;
 		options.hugePages = hints_.hugePages;
 		options.name = "rma-win-shared";
 		for (int r = 0; r < n; ++r) {
-			if (all[r].status != RMA_SUCCESS && status == RMA_SUCCESS)
-				status = makeError(all[r].status, "%s: rank %d of the communicator failed (%s)", call, r,
-						   className(all[r].status));
-			sizes.push_back(all[r].size);
-			if (me == 0 && all[r].size > 0) {
+			if (firsts[r].status != RMA_SUCCESS && status == RMA_SUCCESS)
+				status = makeError(firsts[r].status, "%s: rank %d of the communicator failed (%s)", call, r,
+						   className(firsts[r].status));
+			sizes.push_back(firsts[r].size);
+			if (me == 0 && firsts[r].size > 0) {
 				MemPolicy rp;
-				rp.mode = all[r].mode;
-				if (all[r].node >= 0)
-					rp.nodes.push_back(all[r].node);
-				options.ranges.push_back({ options.size, static_cast<size_t>(all[r].size), rp });
+				rp.mode = firsts[r].mode;
+				if (firsts[r].node >= 0)
+					rp.nodes.push_back(firsts[r].node);
+				options.ranges.push_back({ options.size, static_cast<size_t>(firsts[r].size), rp });
 			}
-			options.size += static_cast<size_t>(std::max<int64_t>(all[r].size, 0));
+			options.size += static_cast<size_t>(std::max<int64_t>(firsts[r].size, 0));
 		}
 		if (me == 0 && status == RMA_SUCCESS) {
 			auto seg = Segment::create(options);

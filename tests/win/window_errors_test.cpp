@@ -403,3 +403,57 @@ TEST(WindowMemoryTest, PlainPagesWhenThePoolIsEmpty)
 }
 
 } /* namespace */
+
+namespace {
+
+long long memAvailableBytes()
+{
+	FILE *f = std::fopen("/proc/meminfo", "r");
+	if (!f)
+		return -1;
+	char key[64];
+	long long kb = -1, value;
+	while (std::fscanf(f, "%63s %lld kB", key, &value) == 2)
+		if (std::strcmp(key, "MemAvailable:") == 0)
+			kb = value;
+	std::fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/*
+ * Two ranks each asking for 60 % of the host's free memory: each alone
+ * fits, together they do not. Every rank fails with RMA_ERR_NO_MEM and the
+ * sizes before any memory is touched (each checking alone, both passed and
+ * the OOM killer ended one of them), and the job goes on.
+ */
+TEST(WindowErrorsTest, WindowLargerThanTheHostFailsOnEveryRankBeforeTouchingMemory)
+{
+	const long long avail = memAvailableBytes();
+	if (avail <= 0)
+		GTEST_SKIP() << "no MemAvailable in /proc/meminfo";
+	const rma_aint each = static_cast<rma_aint>(avail / 10 * 6);
+	for (bool shared : { false, true }) {
+		SCOPED_TRACE(shared ? "allocate_shared" : "allocate");
+		EXPECT_RANKS_PASS(runRanks(2, [each, shared](int) {
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			rma_comm_set_errhandler(RMA_COMM_WORLD, RMA_ERRORS_RETURN);
+			rma_info info;
+			rma_info_create(&info);
+			rma_info_set(info, "alloc_shared_noncontig", "true");
+			void *base = nullptr;
+			rma_win win = RMA_WIN_NULL;
+			int rc = shared ? rma_win_allocate_shared(each, 1, info, RMA_COMM_WORLD, &base, &win)
+					: rma_win_allocate(each, 1, info, RMA_COMM_WORLD, &base, &win);
+			EXPECT_EQ(errorClassOf(rc), RMA_ERR_NO_MEM) << errorText(rc);
+			EXPECT_NE(errorText(rc).find("on this host in all"), std::string::npos) << errorText(rc);
+			EXPECT_EQ(win, RMA_WIN_NULL);
+			rma_info_free(&info);
+			/* The job goes on: a small window works. */
+			ASSERT_EQ(rma_win_allocate(64, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		}));
+	}
+}
+
+} /* namespace */
