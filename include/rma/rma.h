@@ -264,6 +264,19 @@ typedef struct rma_status rma_status;
 #define RMA_ERR_RMA_ATTACH 35
 #define RMA_ERR_RMA_SHARED 36
 #define RMA_ERR_RMA_FLAVOR 37
+/*
+ * RMA_ERR_PROC_FAILED: a process the call involves has died. Under rmarun
+ * (with --keep-going, so that the survivors run on) the launcher marks a
+ * rank dead the moment it reaps it, in a page every rank maps; from then
+ * on, within microseconds, every operation to it (put, get, the
+ * accumulate family, their request forms), every flush that covers it and
+ * every synchronization that involves it (fence, lock, lock_all, start,
+ * post, complete, wait, test, and an unlock or unlock_all, which still end
+ * their epoch) returns this error. Operations to live ranks go on working;
+ * rma_win_free releases a window with a dead member (see there), and
+ * windows over communicators of survivors can be created and used. The
+ * check costs one load of a read-mostly cache line per operation.
+ */
 #define RMA_ERR_PROC_FAILED 38
 #define RMA_ERR_NOT_SUPPORTED 39
 #define RMA_ERR_LASTCODE 40
@@ -296,7 +309,8 @@ RMA_API int rma_init_thread(int *argc, char ***argv, int required, int *provided
  * @brief Finalize librma (collective over the job).
  *
  * Waits until every rank calls it, then frees what is left (windows the
- * application did not free are freed without error checking).
+ * application did not free are freed without error checking). Ranks that
+ * died are not waited for: the survivors finalize without them.
  * @return RMA_SUCCESS; RMA_ERR_OTHER if not initialized.
  */
 RMA_API int rma_finalize(void);
@@ -946,8 +960,12 @@ RMA_API int rma_win_detach(rma_win win, const void *base);
  *
  * Returns when every member has called it, so no peer accesses the memory
  * afterwards. Memory from rma_win_allocate(_shared) is released.
+ * If a member has died, the window is released here without waiting for
+ * the others (open epochs included), *win is set to RMA_WIN_NULL, and the
+ * call returns RMA_ERR_PROC_FAILED (through the window's error handler).
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC if this process has
- *         operations that no synchronization has completed yet.
+ *         operations that no synchronization has completed yet;
+ *         RMA_ERR_PROC_FAILED as above.
  */
 RMA_API int rma_win_free(rma_win *win);
 
@@ -1114,7 +1132,8 @@ RMA_API int rma_win_lock(int lock_type, int rank, int assert, rma_win win);
 /**
  * @brief Complete every operation to @p rank (at origin and target) and release its lock.
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_SYNC if this
- *         process does not hold a lock on @p rank.
+ *         process does not hold a lock on @p rank; RMA_ERR_PROC_FAILED if
+ *         @p rank died (the epoch ends all the same).
  */
 RMA_API int rma_win_unlock(int rank, rma_win win);
 
@@ -1126,7 +1145,11 @@ RMA_API int rma_win_unlock(int rank, rma_win win);
  */
 RMA_API int rma_win_lock_all(int assert, rma_win win);
 
-/** @brief Complete every operation and end the lock_all epoch. RMA_ERR_RMA_SYNC without lock_all. */
+/**
+ * @brief Complete every operation and end the lock_all epoch.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC without lock_all;
+ *         RMA_ERR_PROC_FAILED if a member died (the epoch ends all the same).
+ */
 RMA_API int rma_win_unlock_all(rma_win win);
 
 /**

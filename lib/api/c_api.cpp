@@ -826,11 +826,13 @@ RMA_EXPORT int rma_win_free(rma_win *win)
 	if (!w)
 		return invalidWin("rma_win_free", *win);
 	int rc = w->free();
-	if (rc != RMA_SUCCESS)
+	if (rc != RMA_SUCCESS && !w->released())
 		return winError(*win, w, rc);
+	if (rc != RMA_SUCCESS)
+		rc = winError(*win, w, rc); /* a member died: the window is released all the same */
 	(void)windowTable().remove(raw(*win));
 	*win = RMA_WIN_NULL;
-	return RMA_SUCCESS;
+	return rc;
 }
 
 RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag)

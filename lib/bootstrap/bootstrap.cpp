@@ -294,6 +294,14 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::fromEnvironment()
 			RMA_ERR_INTERN, "bootstrap socket RMA_BOOT_FD=%d is not a SOCK_SEQPACKET socket", fd));
 
 	auto client = std::make_unique<LauncherBootstrap>(UniqueFd(fd));
+	/* The launcher's page of dead ranks (RMA_JOB_FD); without it, deaths are seen only by waits. */
+	if (const char *jobText = std::getenv("RMA_JOB_FD")) {
+		int jobFd;
+		if (!parseInt(jobText, jobFd) || jobFd < 0)
+			return Result<Ptr>::failure(makeError(RMA_ERR_INTERN, "bad bootstrap environment: RMA_JOB_FD=%s", jobText));
+		if (int rc = client->attachJobStatus(jobFd, size); rc < 0)
+			return Result<Ptr>::failure(makeErrnoError(RMA_ERR_INTERN, -rc, "job status page RMA_JOB_FD=%d", jobFd));
+	}
 	if (int rc = client->init(rank, size); rc != RMA_SUCCESS)
 		return Result<Ptr>::failure(rc);
 	return Ptr(std::move(client));

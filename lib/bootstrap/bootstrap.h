@@ -26,6 +26,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "bootstrap/job_status.h"
 
 namespace librma {
 
@@ -69,6 +70,16 @@ public:
 			      std::span<const std::byte> data, std::span<const int> fds,
 			      GatherResult &out) = 0;
 
+	/*
+	 * Failure detection without a system call: the count of ranks the
+	 * launcher saw die (a relaxed load of it is the data path's check; it
+	 * is 0 forever without a launcher), and whether @worldRank is one.
+	 */
+	const std::atomic<uint64_t> *deadCountWord() const { return jobStatus_.deadCountWord(); }
+	bool dead(int worldRank) const { return jobStatus_.dead(worldRank); }
+	/* Map the launcher's status page from @fd (taken); 0 or -errno. */
+	int attachJobStatus(int fd, int nranks) { return jobStatus_.attach(fd, nranks); }
+
 	/* End the whole job with @code (the launcher stops every rank). */
 	[[noreturn]] virtual void abort(int code) = 0;
 
@@ -84,6 +95,7 @@ protected:
 	int size_ = 1;
 	std::vector<pid_t> pids_;
 	std::vector<int> hosts_;
+	JobStatus jobStatus_;
 };
 
 } /* namespace librma */

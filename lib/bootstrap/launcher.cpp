@@ -66,6 +66,7 @@
 
 #include "bootstrap/binding.h"
 #include "bootstrap/gather_server.h"
+#include "bootstrap/job_status.h"
 #include "bootstrap/protocol.h"
 #include "numa/topology.h"
 
@@ -196,6 +197,8 @@ private:
 	const LaunchOptions &opts_;
 	std::vector<RankState> ranks_;
 	boot::GatherServer server_;
+	/* Which ranks died: mapped by every rank (RMA_JOB_FD), so operations to them fail fast. */
+	JobStatus jobStatus_;
 	const pid_t launcherPid_ = getpid();
 	bool usePidfd_ = true;
 	/* What the launcher buffers for its ranks, at most (RMA_LAUNCHER_MAX_MIB). */
@@ -242,6 +245,9 @@ int Job::run()
 		say("cannot create the signal pipe: %s", std::strerror(errno));
 		return kCannotStartStatus;
 	}
+	if (int rc = jobStatus_.create(opts_.nranks); rc < 0)
+		say("cannot create the job status page (%s): operations to a dead rank are noticed only when a "
+		    "synchronization waits for it", std::strerror(-rc));
 	if (opts_.verbose)
 		say("%d ranks; exits watched through %s", opts_.nranks, usePidfd_ ? "pidfds" : "SIGCHLD");
 
@@ -442,6 +448,23 @@ void Job::becomeRank(int rank, int sock, const int outputs[2], const std::vector
 		close(outputs[stream]);
 	}
 
+	/* The status page goes next to it (it is CLOEXEC in the launcher). */
+	if (jobStatus_.valid()) {
+		int jobFd = bootFd == kBootFd ? kBootFd + 1 : -1;
+		if (jobFd >= 0 && lim.rlim_cur <= static_cast<rlim_t>(jobFd))
+			jobFd = -1;
+		if (jobFd >= 0) {
+			if (dup2(jobStatus_.fd(), jobFd) < 0)
+				_exit(kCannotStartStatus);
+		} else {
+			jobFd = fcntl(jobStatus_.fd(), F_DUPFD, 0);
+			if (jobFd < 0)
+				_exit(kCannotStartStatus);
+		}
+		/* The launcher's own copy is CLOEXEC, but childMain runs without exec. */
+		close(jobStatus_.fd());
+		setenv("RMA_JOB_FD", std::to_string(jobFd).c_str(), 1);
+	}
 	setenv("RMA_BOOT_FD", std::to_string(bootFd).c_str(), 1);
 	setenv("RMA_RANK", std::to_string(rank).c_str(), 1);
 	setenv("RMA_SIZE", std::to_string(opts_.nranks).c_str(), 1);
@@ -695,6 +718,9 @@ void Job::reap(int rank)
 	state.running = false;
 	state.pidfd.reset();
 	--running_;
+	/* Before anything else: the survivors' operations to it fail from now on. */
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		jobStatus_.markDead(rank);
 
 	/*
 	 * Serve what the rank sent before it exited (an abort, say) before

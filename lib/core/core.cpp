@@ -394,7 +394,14 @@ int initRuntime()
 int finalizeRuntime()
 {
 	Runtime &rt = runtime();
-	RMA_TRY(rt.comms.lookup(reinterpret_cast<uintptr_t>(RMA_COMM_WORLD))->barrier());
+	/*
+	 * A rank that died cannot join the barrier: the survivors finalize
+	 * without it (the launcher reports the job's failure), as MPI's
+	 * fault-tolerance extensions let them.
+	 */
+	if (int rc = rt.comms.lookup(reinterpret_cast<uintptr_t>(RMA_COMM_WORLD))->barrier();
+	    rc != RMA_SUCCESS && errorClass(rc) != RMA_ERR_PROC_FAILED)
+		return rc;
 	/* Every rank is past its last RMA call: the agent has nothing left to serve. */
 	ProgressState &p = progressState();
 	p.agent.stop();

@@ -57,9 +57,44 @@ std::string Window::describeEpochs() const
 	return out.empty() ? "no epoch" : out;
 }
 
+bool Window::peerDead(int peer) const
+{
+	if (runtime().bootstrap->dead(group()->worldRank(peer)))
+		return true;
+	return kill(targets_[peer].pid, 0) < 0 && errno == ESRCH;
+}
+
+int Window::deadTarget(const char *call, int peer) const
+{
+	if (peer < 0 || static_cast<size_t>(peer) >= targets_.size() || peer == rank() || !peerDead(peer))
+		return RMA_SUCCESS;
+	return makeError(RMA_ERR_PROC_FAILED, "%s: rank %d (pid %d) of window '%s' has died", call, peer,
+			 static_cast<int>(targets_[peer].pid), name.c_str());
+}
+
+int Window::deadAmong(const char *call, const std::vector<int> *peers) const
+{
+	if (peers) {
+		for (int p : *peers)
+			RMA_TRY(deadTarget(call, p));
+		return RMA_SUCCESS;
+	}
+	for (int p = 0; p < size(); ++p)
+		RMA_TRY(deadTarget(call, p));
+	return RMA_SUCCESS;
+}
+
+bool Window::memberDead() const
+{
+	for (int p = 0; p < size(); ++p)
+		if (p != rank() && peerDead(p))
+			return true;
+	return false;
+}
+
 int Window::checkAlive(const char *call, const char *what, int peer)
 {
-	if (kill(targets_[peer].pid, 0) == 0 || errno != ESRCH)
+	if (!peerDead(peer))
 		return RMA_SUCCESS;
 	return makeError(RMA_ERR_PROC_FAILED, "%s: rank %d (pid %d) of window '%s' died while this process waited for %s",
 			 call, peer, static_cast<int>(targets_[peer].pid), name.c_str(), what);
@@ -200,6 +235,8 @@ int Window::lock(int lockType, int target, int assert)
 				 kCall, target, name.c_str(), describeEpochs().c_str());
 	if (fenceEpoch_ && pendingOps_)
 		return fenceInTheWay(kCall, name);
+	if (anyDead()) [[unlikely]]
+		RMA_TRY(deadTarget(kCall, target));
 	bool exclusive = lockType == RMA_LOCK_EXCLUSIVE;
 	if (!(assert & RMA_MODE_NOCHECK))
 		RMA_TRY(acquireLock(kCall, target, exclusive));
@@ -222,6 +259,17 @@ int Window::unlock(int target)
 	if (!locks_[target])
 		return makeError(RMA_ERR_RMA_SYNC, "%s: rank %d of window '%s' is not locked by this process (open: %s)",
 				 kCall, target, name.c_str(), describeEpochs().c_str());
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadTarget(kCall, target); rc != RMA_SUCCESS) {
+			/* The epoch ends here anyway: the window can still be freed. */
+			if (!(locks_[target] & kLockNoCheck))
+				releaseLock(target, locks_[target] & kLockExclusive);
+			locks_[target] = 0;
+			access_[target] = 0;
+			--locksHeld_;
+			return rc;
+		}
+	}
 	RMA_TRY(completeAccumulates(kCall, target));
 	completeLocally();
 	if (!(locks_[target] & kLockNoCheck))
@@ -242,6 +290,8 @@ int Window::lockAll(int assert)
 		return makeError(RMA_ERR_RMA_SYNC, "%s: window '%s' was created with no_locks=true: it cannot be locked",
 				 kCall, name.c_str());
 	RMA_TRY(checkCanOpen(kCall, lockAll_ || locksHeld_ || started_));
+	if (anyDead()) [[unlikely]]
+		RMA_TRY(deadAmong(kCall, nullptr));
 	if (!(assert & RMA_MODE_NOCHECK)) {
 		std::atomic<uint64_t> &global = globalLocks_->word;
 		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
@@ -262,6 +312,15 @@ int Window::unlockAll()
 {
 	if (!lockAll_)
 		return missingEpoch("rma_win_unlock_all", "lock_all epoch");
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadAmong("rma_win_unlock_all", nullptr); rc != RMA_SUCCESS) {
+			if (!(lockAll_ & kLockNoCheck))
+				globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+			lockAll_ = 0;
+			allAccess_ = false;
+			return rc;
+		}
+	}
 	RMA_TRY(completeAccumulates("rma_win_unlock_all", -1));
 	completeLocally();
 	if (!(lockAll_ & kLockNoCheck))
@@ -282,6 +341,8 @@ int Window::flush(const char *call, int target)
 		return makeError(RMA_ERR_RMA_SYNC,
 				 "%s: no passive-target epoch (lock or lock_all) covers rank %d of window '%s' (open: %s)",
 				 call, target, name.c_str(), describeEpochs().c_str());
+	if (anyDead() && target != RMA_PROC_NULL) [[unlikely]]
+		RMA_TRY(deadTarget(call, target));
 	if (target != RMA_PROC_NULL && accIssued_[target] != accApplied_[target])
 		RMA_TRY(completeAccumulates(call, target));
 	completeLocally();
@@ -292,6 +353,11 @@ int Window::flushAll(const char *call)
 {
 	if (!lockAll_ && !locksHeld_) [[unlikely]]
 		return missingEpoch(call, "passive-target epoch (lock or lock_all)");
+	if (anyDead()) [[unlikely]] {
+		for (int t = 0; t < size(); ++t)
+			if (lockAll_ || locks_[t])
+				RMA_TRY(deadTarget(call, t));
+	}
 	RMA_TRY(completeAccumulates(call, -1));
 	completeLocally();
 	return RMA_SUCCESS;
@@ -325,6 +391,8 @@ int Window::post(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, exposed_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
+	if (anyDead()) [[unlikely]]
+		RMA_TRY(deadAmong(kCall, &members));
 	fenceEpoch_ = false;
 	allAccess_ = lockAll_ != 0;
 	/* Our local stores to the window must be visible to the origins we expose it to. */
@@ -349,6 +417,8 @@ int Window::start(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, started_ || locksHeld_ || lockAll_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
+	if (anyDead()) [[unlikely]]
+		RMA_TRY(deadAmong(kCall, &members));
 	const int me = rank();
 	for (size_t i = 0; i < members.size(); ++i) {
 		int t = members[i];
@@ -378,6 +448,16 @@ int Window::complete()
 {
 	if (!started_)
 		return missingEpoch("rma_win_complete", "access epoch from rma_win_start");
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadAmong("rma_win_complete", &startGroup_); rc != RMA_SUCCESS) {
+			/* The epoch ends anyway (the live targets' wait will report the failure too, or complete). */
+			for (int t : startGroup_)
+				access_[t] = 0;
+			startGroup_.clear();
+			started_ = false;
+			return rc;
+		}
+	}
 	for (int t : startGroup_)
 		RMA_TRY(completeAccumulates("rma_win_complete", t));
 	completeLocally();
@@ -398,6 +478,13 @@ int Window::wait()
 	static constexpr const char *kCall = "rma_win_wait";
 	if (!exposed_)
 		return missingEpoch(kCall, "exposure epoch from rma_win_post");
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadAmong(kCall, &postGroup_); rc != RMA_SUCCESS) {
+			postGroup_.clear();
+			exposed_ = false;
+			return rc;
+		}
+	}
 	const int me = rank();
 	for (int o : postGroup_) {
 		uint32_t want = completesExpected_[o];
@@ -416,6 +503,14 @@ int Window::test(int *flag)
 {
 	if (!exposed_)
 		return missingEpoch("rma_win_test", "exposure epoch from rma_win_post");
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadAmong("rma_win_test", &postGroup_); rc != RMA_SUCCESS) {
+			postGroup_.clear();
+			exposed_ = false;
+			*flag = 1;
+			return rc;
+		}
+	}
 	const int me = rank();
 	for (int o : postGroup_) {
 		/* Acquire: as in wait(). */

@@ -158,6 +158,7 @@ int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const
 	win->flavor_ = flavor;
 	win->flavorAttr_ = static_cast<int>(flavor);
 	win->comm_ = std::move(comm);
+	win->deadCount_ = runtime().bootstrap->deadCountWord();
 	win->name = "win#" + std::to_string(++windowCounter);
 	win->errhandler = runtime().errhandlers.share(reinterpret_cast<uintptr_t>(RMA_ERRORS_ARE_FATAL));
 	/*
@@ -497,6 +498,19 @@ void Window::abandon()
 
 int Window::free()
 {
+	/*
+	 * A member died: nothing collective can complete. Release this
+	 * process's part (open epochs included), so the survivors can go on
+	 * and create windows among themselves, and report the failure.
+	 */
+	if (memberDead()) [[unlikely]] {
+		int rc = deadAmong("rma_win_free", nullptr);
+		abandon();
+		released_ = true;
+		return rc == RMA_SUCCESS ? makeError(RMA_ERR_PROC_FAILED, "rma_win_free: a rank of window '%s' has died",
+						     name.c_str())
+					 : rc;
+	}
 	if (passiveOrPscwOpen())
 		return makeError(RMA_ERR_RMA_SYNC, "rma_win_free: window '%s' still has %s open; close it first",
 				 name.c_str(), describeEpochs().c_str());

@@ -127,6 +127,9 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 
 struct AccRecord;
 
+/* The dead count of a job without a status page: always 0. */
+inline const std::atomic<uint64_t> kNoDeaths{ 0 };
+
 /* RMA_ERR_BUFFER for a @which buffer (origin, result, ...) that badPointer() refuses. */
 [[gnu::cold]] int badBuffer(const char *call, const char *which, const void *p);
 
@@ -162,7 +165,7 @@ public:
 		   rma_datatype ttype)
 	{
 		if (otype == ttype && ocount == tcount && static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size() &&
-		    (allAccess_ || access_[target]) && !badPointer(origin)) [[likely]] {
+		    (allAccess_ || access_[target]) && !badPointer(origin) && !anyDead()) [[likely]] {
 			const Datatype *type = predefinedDatatype(otype);
 			const TargetView &t = targets_[target];
 			rma_aint offset;
@@ -216,7 +219,7 @@ public:
 		const Op op = toOp(opHandle);
 		if (d && count > 0 && count <= kFastElements && static_cast<unsigned>(target) < accFast_.size() &&
 		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
-		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin))) [[likely]] {
+		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin)) && !anyDead()) [[likely]] {
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
 			rma_aint offset;
@@ -301,7 +304,7 @@ public:
 	[[gnu::always_inline]] int flushInline(const char *call, int target)
 	{
 		if (static_cast<unsigned>(target) < accFast_.size() && (lockAll_ || locks_[target]) &&
-		    accIssued_[target] == accApplied_[target]) [[likely]] {
+		    accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
 			completeLocally();
 			return RMA_SUCCESS;
 		}
@@ -321,6 +324,8 @@ public:
 	int free();
 	/* Unmap without synchronizing (rma_finalize of windows left open). */
 	void abandon();
+	/* Whether free() released the window although it failed (a member died). */
+	bool released() const { return released_; }
 
 	int sharedQuery(int rank, rma_aint *size, int *dispUnit, void *baseptr) const;
 	void reportInfo(Info &out) const;
@@ -350,6 +355,21 @@ private:
 	template<typename Ready>
 	int waitUntil(const char *call, const char *what, int peer, Ready &&ready);
 	int checkAlive(const char *call, const char *what, int peer);
+	/*
+	 * Failure detection (the launcher's job status page, see
+	 * bootstrap/job_status.h). anyDead() is the data path's check: one
+	 * relaxed load of a line that nobody writes until a rank dies (a stale
+	 * 0 only delays detection by a store's propagation time).
+	 */
+	bool anyDead() const { return deadCount_->load(std::memory_order_relaxed) != 0; }
+	/* Whether window rank @peer is known dead (launcher's page, or its pid gone). */
+	bool peerDead(int peer) const;
+	/* RMA_ERR_PROC_FAILED naming @peer if it is dead, else RMA_SUCCESS. */
+	[[gnu::cold]] int deadTarget(const char *call, int peer) const;
+	/* The same for the first dead rank among @peers (all members if empty). */
+	[[gnu::cold]] int deadAmong(const char *call, const std::vector<int> *peers) const;
+	/* Whether some member is dead (then rma_win_free releases without synchronizing). */
+	bool memberDead() const;
 	int acquireLock(const char *call, int target, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	int translateGroup(const char *call, const Group &group, std::vector<int> &out) const;
@@ -416,6 +436,8 @@ private:
 
 	Flavor flavor_ = Flavor::Create;
 	std::shared_ptr<Comm> comm_;
+	const std::atomic<uint64_t> *deadCount_ = &kNoDeaths;
+	bool released_ = false;
 	WindowHints hints_;
 	LocalMemory local_;
 
@@ -538,6 +560,13 @@ template<typename Ready>
 inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready)
 {
 	for (SpinWait wait; !ready(); wait.once()) {
+		if (anyDead()) [[unlikely]] {
+			if (peer >= 0) {
+				RMA_TRY(deadTarget(call, peer));
+			} else {
+				RMA_TRY(deadAmong(call, nullptr));
+			}
+		}
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0x3ff) != 0)
 			continue;
 		if (peer >= 0) {

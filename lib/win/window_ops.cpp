@@ -62,6 +62,8 @@ int Window::checkAccess(const char *call, int target)
 		return makeError(RMA_ERR_RANK, "%s: target rank %d is not in window '%s' (ranks 0..%zu)", call, target,
 				 name.c_str(), targets_.size() - 1);
 	} else if (allAccess_ || access_[target]) [[likely]] {
+		if (anyDead()) [[unlikely]]
+			return deadTarget(call, target);
 		return RMA_SUCCESS;
 	}
 	return makeError(RMA_ERR_RMA_SYNC,
@@ -404,6 +406,14 @@ int Window::fence(int assert)
 				 "rma_win_fence: RMA_MODE_NOPRECEDE asserted on window '%s', but this process issued "
 				 "RMA operations since the last fence",
 				 name.c_str());
+	if (anyDead()) [[unlikely]] {
+		if (int rc = deadAmong("rma_win_fence", nullptr); rc != RMA_SUCCESS) {
+			fenceEpoch_ = false;
+			allAccess_ = false;
+			pendingOps_ = false;
+			return rc;
+		}
+	}
 	RMA_TRY(completeAccumulates("rma_win_fence", -1));
 	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));

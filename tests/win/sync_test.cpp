@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -638,3 +639,139 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 }
 
 } /* namespace */
+
+namespace {
+
+/* What the ranks of DeadTargetFailsFast share: a mapping made before the fork. */
+struct DeathBoard {
+	std::atomic<int> dying{ 0 };
+	std::atomic<int64_t> diedAtNs{ 0 };
+	std::atomic<int64_t> detectNs[4];
+};
+
+int64_t nowNs()
+{
+	return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+} /* namespace */
+
+/*
+ * Rank 1 dies (SIGKILL) in the middle of a lock_all epoch. Within a second
+ * every operation, flush and synchronization that involves it fails with
+ * RMA_ERR_PROC_FAILED in every mode (the launcher's job status page), the
+ * ones that do not involve it still work, the survivors free the window
+ * (released although it fails), create a new one among themselves, use it,
+ * and finalize.
+ */
+TEST(FaultTest, DeadTargetFailsFastAndSurvivorsGoOn)
+{
+	void *mem = mmap(nullptr, sizeof(DeathBoard), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(mem, MAP_FAILED);
+	auto *board = new (mem) DeathBoard{};
+	ScratchDir dir;
+	std::string okFile = dir.file("ok");
+	RanksOptions opts;
+	opts.keepGoing = true;
+	opts.timeoutSeconds = 60;
+	int status = runRanks(
+		4,
+		[board, okFile](int) {
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			const int rank = worldRank();
+			rma_comm survivors;
+			ASSERT_EQ(rma_comm_split(RMA_COMM_WORLD, rank == 1 ? 1 : 0, rank, &survivors), RMA_SUCCESS);
+			rma_win win;
+			int64_t *base;
+			ASSERT_EQ(rma_win_allocate(64, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			rma_barrier(RMA_COMM_WORLD);
+			if (rank == 1) {
+				board->diedAtNs.store(nowNs());
+				board->dying.store(1);
+				raise(SIGKILL);
+			}
+			ASSERT_TRUE(eventually([&] { return board->dying.load() == 1; }));
+			int64_t v = rank, r = 0, c = 0;
+			/* Keep operating on rank 1 until the failure shows. */
+			int rc;
+			do {
+				rc = rma_put(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, win);
+				if (rc == RMA_SUCCESS)
+					rc = rma_win_flush(1, win);
+			} while (rc == RMA_SUCCESS && nowNs() - board->diedAtNs.load() < 5'000'000'000);
+			board->detectNs[rank].store(nowNs() - board->diedAtNs.load());
+			ASSERT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+			EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
+			EXPECT_LT(board->detectNs[rank].load(), 1'000'000'000) << "the failure took more than 1 s to show";
+
+			/* Every kind of operation to rank 1 fails the same way. */
+			rma_request req;
+			EXPECT_EQ(errorClassOf(rma_put(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_get(&r, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_accumulate(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, RMA_SUM, win)),
+				  RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_get_accumulate(&v, 1, RMA_INT64_T, &r, 1, RMA_INT64_T, 1, 0, 1,
+								  RMA_INT64_T, RMA_SUM, win)),
+				  RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_fetch_and_op(&v, &r, RMA_INT64_T, 1, 0, RMA_SUM, win)),
+				  RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_compare_and_swap(&v, &c, &r, RMA_INT64_T, 1, 0, win)),
+				  RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_rput(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, win, &req)),
+				  RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_flush(1, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_flush_all(win)), RMA_ERR_PROC_FAILED);
+			/* Operations that do not involve rank 1 still work. */
+			const int other = rank == 0 ? 2 : 0;
+			EXPECT_EQ(rma_fetch_and_op(&v, &r, RMA_INT64_T, other, 1, RMA_SUM, win), RMA_SUCCESS);
+			EXPECT_EQ(rma_win_flush(other, win), RMA_SUCCESS);
+			/* The epoch ends although the unlock reports the failure. */
+			EXPECT_EQ(errorClassOf(rma_win_unlock_all(win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_fence(0, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_lock(RMA_LOCK_SHARED, 1, 0, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_lock_all(0, win)), RMA_ERR_PROC_FAILED);
+			rma_group world, dead;
+			rma_comm_group(RMA_COMM_WORLD, &world);
+			const int one = 1;
+			rma_group_incl(world, 1, &one, &dead);
+			EXPECT_EQ(errorClassOf(rma_win_start(dead, 0, win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(errorClassOf(rma_win_post(dead, 0, win)), RMA_ERR_PROC_FAILED);
+			rma_group_free(&dead);
+			rma_group_free(&world);
+			/* A lock on a live rank works. */
+			EXPECT_EQ(rma_win_lock(RMA_LOCK_SHARED, other, 0, win), RMA_SUCCESS);
+			EXPECT_EQ(rma_win_unlock(other, win), RMA_SUCCESS);
+
+			/* Free releases the window although the barrier cannot happen. */
+			EXPECT_EQ(errorClassOf(rma_win_free(&win)), RMA_ERR_PROC_FAILED);
+			EXPECT_EQ(win, RMA_WIN_NULL);
+
+			/* The survivors make a new window among themselves and use it. */
+			int srank = -1, ssize = 0;
+			rma_comm_rank(survivors, &srank);
+			rma_comm_size(survivors, &ssize);
+			ASSERT_EQ(ssize, 3);
+			int64_t *mine;
+			ASSERT_EQ(rma_win_allocate(8, 8, RMA_INFO_NULL, survivors, &mine, &win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			int64_t val = 100 + srank;
+			ASSERT_EQ(rma_put(&val, 1, RMA_INT64_T, (srank + 1) % ssize, 0, 1, RMA_INT64_T, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			EXPECT_EQ(*mine, 100 + (srank + ssize - 1) % ssize);
+			ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			ASSERT_EQ(rma_comm_free(&survivors), RMA_SUCCESS);
+			EXPECT_EQ(rma_finalize(), RMA_SUCCESS);
+			if (!::testing::Test::HasFailure())
+				std::ofstream(okFile + std::to_string(rank)) << "ok";
+		},
+		opts);
+	EXPECT_EQ(status, 128 + SIGKILL);
+	for (int rank : { 0, 2, 3 }) {
+		EXPECT_EQ(librma::test::readFile(okFile + std::to_string(rank)), "ok") << "rank " << rank;
+		std::printf("rank %d saw the death after %.3f ms\n", rank, board->detectNs[rank].load() / 1e6);
+	}
+	munmap(mem, sizeof(DeathBoard));
+}
