@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "shm/segment.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
@@ -143,6 +150,28 @@ std::size_t availableMemory()
 			best = std::min(best, *kb * 1024);
 	}
 	return static_cast<std::size_t>(std::min<uint64_t>(best, SIZE_MAX));
+}
+
+HostReservationLock::HostReservationLock()
+{
+	int fd = open(kHostReservationLockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	if (fd < 0)
+		return;
+	/* Other users' jobs share the lock: undo the umask (fails harmlessly if the file is not ours). */
+	(void)fchmod(fd, 0666);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			close(fd);
+			return;
+		}
+	}
+	fd_ = fd;
+}
+
+HostReservationLock::~HostReservationLock()
+{
+	if (fd_ >= 0)
+		close(fd_); /* drops the lock */
 }
 
 } /* namespace librma */

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "config.h"
@@ -154,7 +155,14 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	if (segment.mappedSize_ == 0)
 		return R::failure(makeError(RMA_ERR_NO_MEM, "a %zu-byte segment cannot be mapped", options.size));
 
+	/*
+	 * From the check to the end of fallocate() no other librma process
+	 * of the host checks or reserves (another job's check would not see
+	 * our reservation yet).
+	 */
+	std::optional<HostReservationLock> reserving;
 	if (!huge) {
+		reserving.emplace();
 		/*
 		 * fallocate() of more than the host can give does not fail: the
 		 * OOM killer picks a victim first (maybe a peer, maybe us).
@@ -232,6 +240,8 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 			return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "reserving %zu bytes of shared memory",
 							 segment.mappedSize_));
 		}
+		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
+		reserving.reset();
 	}
 	rc = populate(data, segment.mappedSize_);
 	if (rc != RMA_SUCCESS)

@@ -118,6 +118,30 @@ std::size_t freeHugePages();
 std::size_t availableMemory();
 
 /*
+ * Host-wide mutual exclusion for "is there room?" and the reservation that
+ * follows it, among every librma process of the host (every job): without
+ * it, two jobs' checks both pass and their fallocate()s together invoke the
+ * OOM killer. An exclusive flock() on kHostReservationLockPath (created
+ * mode 0666 on first use), held from the check to the end of fallocate();
+ * released by the kernel if the holder dies. Where the file cannot be
+ * opened (a read-only /dev/shm), held() is false and creation goes on
+ * unserialized, as before.
+ */
+inline constexpr const char *kHostReservationLockPath = "/dev/shm/librma-reserve.lock";
+class HostReservationLock
+{
+public:
+	HostReservationLock();
+	~HostReservationLock();
+	HostReservationLock(const HostReservationLock &) = delete;
+	HostReservationLock &operator=(const HostReservationLock &) = delete;
+	bool held() const { return fd_ >= 0; }
+
+private:
+	int fd_ = -1;
+};
+
+/*
  * The segments handed out by rma_alloc_mem(). Thread-safe (control path).
  * Tests may build their own; the engine uses instance().
  */

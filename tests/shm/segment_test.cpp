@@ -3,13 +3,18 @@
 
 #include <fcntl.h>
 #include <linux/mempolicy.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -367,6 +372,142 @@ TEST(SegmentLimitTest, UnmappableSizeIsNoMem)
 
 	ASSERT_FALSE(segment.ok());
 	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+}
+
+/*
+ * Concurrent jobs: a segment's check and reservation happen under the
+ * host-wide lock, so a creation waits while another process holds it.
+ */
+TEST(HostReservationTest, CreationWaitsWhileAnotherProcessHoldsTheHostLock)
+{
+	int ready[2], done[2];
+	ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+	ASSERT_EQ(pipe2(done, O_CLOEXEC), 0);
+	pid_t holder = fork();
+	ASSERT_GE(holder, 0);
+	if (holder == 0) {
+		close(done[1]);
+		HostReservationLock lock;
+		char c = lock.held() ? 1 : 0;
+		(void)!write(ready[1], &c, 1);
+		/* Hold it until the parent says so. */
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	close(done[0]);
+	char held = 0;
+	ASSERT_EQ(read(ready[0], &held, 1), 1);
+	ASSERT_EQ(held, 1) << kHostReservationLockPath << " could not be locked";
+
+	int result[2];
+	ASSERT_EQ(pipe2(result, O_CLOEXEC), 0);
+	pid_t creator = fork();
+	ASSERT_GE(creator, 0);
+	if (creator == 0) {
+		SegmentOptions options;
+		options.size = 1 << 20;
+		options.hugePages = HugePages::Off;
+		auto seg = Segment::create(options);
+		char c = seg.ok() ? 1 : 2;
+		(void)!write(result[1], &c, 1);
+		_exit(0);
+	}
+	close(result[1]);
+	/* While the lock is held the creation does not finish. */
+	pollfd p = { result[0], POLLIN, 0 };
+	EXPECT_EQ(poll(&p, 1, 300), 0) << "the segment was created while another process held the host lock";
+	char c = 1;
+	EXPECT_EQ(write(done[1], &c, 1), 1); /* the holder lets go */
+	EXPECT_EQ(poll(&p, 1, 30'000), 1);
+	EXPECT_EQ(read(result[0], &c, 1), 1);
+	EXPECT_EQ(c, 1) << "the creation failed once the lock was free";
+	int status;
+	waitpid(holder, &status, 0);
+	waitpid(creator, &status, 0);
+	close(ready[0]);
+	close(ready[1]);
+	close(result[0]);
+	close(done[1]);
+}
+
+/*
+ * Two jobs at once under a memory limit that holds only one of their
+ * segments: one gets RMA_ERR_NO_MEM and nobody meets the OOM killer.
+ * Needs a writable cgroup v1 memory hierarchy (skipped elsewhere).
+ */
+TEST(HostReservationTest, TwoConcurrentReservationsOverALimitFailOneCleanly)
+{
+	std::string self;
+	{
+		FILE *f = std::fopen("/proc/self/cgroup", "r");
+		ASSERT_NE(f, nullptr);
+		char line[512];
+		while (std::fgets(line, sizeof(line), f)) {
+			std::string l(line);
+			size_t a = l.find(':'), b = l.find(':', a + 1);
+			if (a != std::string::npos && b != std::string::npos && l.substr(a + 1, b - a - 1) == "memory")
+				self = l.substr(b + 1, l.size() - b - 2);
+		}
+		std::fclose(f);
+	}
+	if (self.empty())
+		GTEST_SKIP() << "no cgroup v1 memory controller here";
+	const std::string dir = "/sys/fs/cgroup/memory" + (self == "/" ? std::string() : self) + "/librma-test-" +
+				std::to_string(getpid());
+	if (mkdir(dir.c_str(), 0755) != 0)
+		GTEST_SKIP() << "cannot create a memory cgroup (" << std::strerror(errno) << ")";
+	auto writeFile = [](const std::string &path, const std::string &text) {
+		int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+		bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+		if (fd >= 0)
+			close(fd);
+		return ok;
+	};
+	const std::size_t limit = std::size_t(256) << 20, each = std::size_t(160) << 20;
+	if (!writeFile(dir + "/memory.limit_in_bytes", std::to_string(limit))) {
+		rmdir(dir.c_str());
+		GTEST_SKIP() << "cannot set a memory limit";
+	}
+	int go[2], out[2];
+	ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
+	ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+	pid_t kids[2];
+	for (pid_t &kid : kids) {
+		kid = fork();
+		ASSERT_GE(kid, 0);
+		if (kid == 0) {
+			close(go[1]);
+			if (!writeFile(dir + "/cgroup.procs", std::to_string(getpid())))
+				_exit(3);
+			char c;
+			(void)!read(go[0], &c, 1); /* both start together */
+			SegmentOptions options;
+			options.size = each;
+			options.hugePages = HugePages::Off;
+			auto seg = Segment::create(options);
+			c = seg.ok() ? 'o' : errorClass(seg.code()) == RMA_ERR_NO_MEM ? 'n' : 'x';
+			(void)!write(out[1], &c, 1);
+			/* Keep the memory until both have answered. */
+			(void)!read(go[0], &c, 1);
+			_exit(0);
+		}
+	}
+	close(out[1]);
+	close(go[0]);
+	close(go[1]); /* EOF: go */
+	std::string answers;
+	char c;
+	while (answers.size() < 2 && read(out[0], &c, 1) == 1)
+		answers += c;
+	int statuses[2];
+	for (int i = 0; i < 2; ++i)
+		waitpid(kids[i], &statuses[i], 0);
+	close(out[0]);
+	rmdir(dir.c_str());
+	for (int st : statuses)
+		EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "a process was killed (wait status " << st << ")";
+	std::sort(answers.begin(), answers.end());
+	EXPECT_EQ(answers, "no") << "one reservation must succeed and the other fail with RMA_ERR_NO_MEM";
 }
 
 TEST(SegmentLeakTest, NothingRemainsAfterDestruction)
