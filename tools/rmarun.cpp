@@ -37,9 +37,14 @@ void printUsage(FILE *out)
 		     "\n"
 		     "Options:\n"
 		     "  -n, -np, --nranks N  number of ranks (required, 1..%ld)\n"
-		     "      --bind KIND      where ranks run: core (default; rank i on the i-th\n"
-		     "                       allowed CPU, wrapping around), numa (all CPUs of a\n"
-		     "                       NUMA node, nodes taken in turn) or none\n"
+		     "      --bind KIND      what each rank is bound to: core (default; one\n"
+		     "                       physical core, all its SMT threads), numa (every\n"
+		     "                       CPU of a NUMA node) or none\n"
+		     "      --map-by ORDER   the order ranks take the physical cores in: core\n"
+		     "                       (consecutive cores; default with --bind core),\n"
+		     "                       numa (one core of each NUMA node in turn; default\n"
+		     "                       with --bind numa) or l3 (one core of each L3 domain\n"
+		     "                       in turn); ranks wrap around when they outnumber cores\n"
 		     "      --tag-output     prefix each line a rank prints with \"[rank] \"\n"
 		     "      --timeout SECS   stop the job after SECS seconds (status 124)\n"
 		     "      --keep-going     when a rank fails, let the others run on (their RMA\n"
@@ -88,10 +93,10 @@ int defaultProgressCore(const librma::LaunchOptions &options, const std::vector<
 	*shared = true;
 	if (allowed.empty())
 		return -1;
-	const librma::Topology *topology = options.bind == librma::Bind::Numa ? &librma::Topology::system() : nullptr;
+	const librma::Topology *topology = options.bind != librma::Bind::None ? &librma::Topology::system() : nullptr;
 	std::vector<bool> used(static_cast<std::size_t>(allowed.back()) + 1, false);
 	for (int rank = 0; rank < options.nranks; ++rank) {
-		librma::Binding binding = librma::bindingFor(options.bind, rank, allowed, topology);
+		librma::Binding binding = librma::bindingFor(options.bind, options.mapBy, rank, allowed, topology);
 		/* An unbound rank may run anywhere. */
 		if (binding.cpus.empty())
 			return allowed.back();
@@ -108,24 +113,6 @@ int defaultProgressCore(const librma::LaunchOptions &options, const std::vector<
 	return allowed.back();
 }
 
-/* "0-3,6" for a sorted CPU list. */
-std::string cpuList(const std::vector<int> &cpus)
-{
-	std::string text;
-	for (std::size_t i = 0; i < cpus.size();) {
-		std::size_t j = i;
-		while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-			++j;
-		if (!text.empty())
-			text += ',';
-		text += std::to_string(cpus[i]);
-		if (j > i)
-			text += '-' + std::to_string(cpus[j]);
-		i = j + 1;
-	}
-	return text;
-}
-
 } /* namespace */
 
 int main(int argc, char **argv)
@@ -135,10 +122,11 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "rmarun: environment variable %s\n", bad.c_str());
 		return 2;
 	}
-	enum { OptBind = 256, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore };
+	enum { OptBind = 256, OptMapBy, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore };
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },
 		{ "bind", required_argument, nullptr, OptBind },
+		{ "map-by", required_argument, nullptr, OptMapBy },
 		{ "tag-output", no_argument, nullptr, OptTagOutput },
 		{ "timeout", required_argument, nullptr, OptTimeout },
 		{ "keep-going", no_argument, nullptr, OptKeepGoing },
@@ -200,6 +188,16 @@ int main(int argc, char **argv)
 			else
 				return usageError("--bind wants core, numa or none, not '%s'", optarg);
 			break;
+		case OptMapBy:
+			if (!std::strcmp(optarg, "core"))
+				options.mapBy = librma::MapBy::Core;
+			else if (!std::strcmp(optarg, "numa"))
+				options.mapBy = librma::MapBy::Numa;
+			else if (!std::strcmp(optarg, "l3"))
+				options.mapBy = librma::MapBy::L3;
+			else
+				return usageError("--map-by wants core, numa or l3, not '%s'", optarg);
+			break;
 		case OptTagOutput:
 			options.tagOutput = true;
 			break;
@@ -255,7 +253,7 @@ int main(int argc, char **argv)
 	if (progressCore >= 0) {
 		if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), progressCore))
 			return usageError("--progress-core %ld: CPU %ld is not one rmarun may use (%s)", progressCore,
-					  progressCore, cpuList(allowed).c_str());
+					  progressCore, librma::cpuListText(allowed).c_str());
 	} else if (const char *env = std::getenv("RMA_PROGRESS_CORE"); env && *env) {
 		coreSource = "RMA_PROGRESS_CORE";
 	} else {

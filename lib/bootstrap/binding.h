@@ -18,22 +18,31 @@ class Topology;
 struct Binding {
 	/* CPUs the rank may run on; empty: leave its affinity alone. */
 	std::vector<int> cpus;
-	/* What RMA_BIND says: "core:<cpu>", "numa:<node id>" or "none". */
+	/* What RMA_BIND says: "core:<cpus of the core>" ("core:3", "core:0,4" with SMT), "numa:<node id>" or "none". */
 	std::string text = "none";
 };
 
 /*
- * The binding of @rank:
- *  - Bind::Core: the (rank mod n)-th of the @allowed CPUs (ranks wrap
- *    around when they outnumber the CPUs);
- *  - Bind::Numa: every allowed CPU of a node; ranks take the nodes that
- *    hold allowed CPUs in turn (rank mod their count), in nodes() order;
- *  - Bind::None, or nothing allowed (no CPU, no node with an allowed CPU):
- *    no binding.
- * @allowed: the launcher's allowed CPUs, ascending. @topology is used for
- * Bind::Numa only and may be null otherwise.
+ * The binding of @rank. Ranks take the physical cores of @topology that
+ * hold allowed CPUs (each allowed CPU is a core of its own when @topology
+ * is null), in the order @map gives (see MapBy), wrapping around when they
+ * outnumber the cores; then
+ *  - Bind::Core: the allowed hardware threads of that core (every SMT
+ *    sibling: a rank owns a physical core, not a logical CPU);
+ *  - Bind::Numa: every allowed CPU of that core's node; with MapBy::Default
+ *    (or Numa) the nodes that hold allowed CPUs are taken in turn (rank mod
+ *    their count), in nodes() order;
+ *  - Bind::None, or nothing allowed: no binding.
+ * @allowed: the launcher's allowed CPUs, ascending.
  */
-Binding bindingFor(Bind bind, int rank, std::span<const int> allowed, const Topology *topology);
+Binding bindingFor(Bind bind, MapBy map, int rank, std::span<const int> allowed, const Topology *topology);
+inline Binding bindingFor(Bind bind, int rank, std::span<const int> allowed, const Topology *topology)
+{
+	return bindingFor(bind, MapBy::Default, rank, allowed, topology);
+}
+
+/* "0-3,6" for a sorted CPU list. */
+std::string cpuListText(std::span<const int> cpus);
 
 /* The CPUs this thread may run on (sched_getaffinity), ascending; empty on error. */
 std::vector<int> affinityCpus();

@@ -223,7 +223,7 @@ int Job::run()
 	}
 
 	const Topology *topology = opts_.topology;
-	if (opts_.bind == Bind::Numa && !topology)
+	if (opts_.bind != Bind::None && !topology)
 		topology = &Topology::system();
 	std::vector<int> allowed = affinityCpus();
 
@@ -258,7 +258,7 @@ int Job::run()
 	/* Children must not inherit (and print again) what stdio holds. */
 	std::fflush(nullptr);
 	for (int rank = 0; rank < opts_.nranks; ++rank) {
-		Binding binding = bindingFor(opts_.bind, rank, allowed, topology);
+		Binding binding = bindingFor(opts_.bind, opts_.mapBy, rank, allowed, topology);
 		int rc = startRank(rank, binding, argv);
 		if (rc == -EMFILE || rc == -ENFILE) {
 			struct rlimit lim {};

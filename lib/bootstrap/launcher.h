@@ -15,10 +15,18 @@ namespace librma {
 class Topology;
 
 enum class Bind { None, Core, Numa };
+/*
+ * The order in which ranks take the physical cores (mpiexec's --map-by):
+ * Core: consecutive cores; Numa / L3: one core of each NUMA node / L3
+ * domain in turn (spreading ranks over memory controllers or caches);
+ * Default: Core, or Numa when binding to NUMA nodes.
+ */
+enum class MapBy { Default, Core, Numa, L3 };
 
 struct LaunchOptions {
 	int nranks = 1;
 	Bind bind = Bind::Core;
+	MapBy mapBy = MapBy::Default;
 	/* Prefix each line of a rank's stdout/stderr with "[rank] ". */
 	bool tagOutput = false;
 	/* Program and arguments to exec in each rank (unless childMain is set). */

@@ -15,6 +15,12 @@
 #include <sstream>
 
 #include "common/knobs.h"
+#include "config.h"
+#include "error/error.h"
+
+#ifdef HAVE_HWLOC
+#include <hwloc.h>
+#endif
 
 namespace librma {
 
@@ -155,8 +161,136 @@ Topology Topology::fromSysfs(const std::string &root)
 		node.cpus = onlineCpus();
 		topology.nodes_.push_back(std::move(node));
 	}
+	topology.coresFromNodes();
+	topology.source_ = "sysfs " + root;
 	return topology;
 }
+
+void Topology::coresFromNodes()
+{
+	cores_.clear();
+	int l3 = 0;
+	for (const NumaNode &node : nodes_) {
+		if (node.cpus.empty())
+			continue;
+		for (int cpu : node.cpus)
+			cores_.push_back(CpuCore{ { cpu }, node.id, l3, l3 });
+		++l3;
+	}
+	l3Count_ = l3;
+	packageCount_ = l3;
+}
+
+#ifdef HAVE_HWLOC
+namespace {
+
+std::vector<int> cpusOf(hwloc_const_cpuset_t set)
+{
+	std::vector<int> cpus;
+	if (!set)
+		return cpus;
+	for (int id = hwloc_bitmap_first(set); id >= 0; id = hwloc_bitmap_next(set, id))
+		cpus.push_back(id);
+	return cpus;
+}
+
+struct HwlocTopology {
+	hwloc_topology_t t = nullptr;
+	~HwlocTopology()
+	{
+		if (t)
+			hwloc_topology_destroy(t);
+	}
+};
+
+/* Fill @out from a loaded hwloc topology; false if it holds no CPU. */
+bool fromLoaded(hwloc_topology_t t, std::vector<NumaNode> &nodes, std::vector<CpuCore> &cores, int &l3Count,
+		int &packageCount)
+{
+	const int nnodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+	for (int i = 0; i < nnodes; ++i) {
+		hwloc_obj_t obj = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+		NumaNode node;
+		node.id = static_cast<int>(obj->os_index);
+		node.cpus = cpusOf(obj->cpuset);
+		/* An injected topology (synthetic, XML) may not say: then it has memory. */
+		node.hasMemory = !hwloc_topology_is_thissystem(t) || obj->attr->numanode.local_memory > 0;
+		nodes.push_back(std::move(node));
+	}
+	std::sort(nodes.begin(), nodes.end(), [](const NumaNode &a, const NumaNode &b) { return a.id < b.id; });
+
+	/* Cores; a topology without core objects (pu only) makes each PU a core. */
+	const hwloc_obj_type_t coreType =
+		hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+	const int ncores = hwloc_get_nbobjs_by_type(t, coreType);
+	const bool haveL3 = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_L3CACHE) > 0;
+	l3Count = haveL3 ? hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_L3CACHE) : 0;
+	packageCount = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+	for (int i = 0; i < ncores; ++i) {
+		hwloc_obj_t obj = hwloc_get_obj_by_type(t, coreType, static_cast<unsigned>(i));
+		CpuCore core;
+		core.cpus = cpusOf(obj->cpuset);
+		if (core.cpus.empty())
+			continue;
+		if (hwloc_obj_t l3 = haveL3 ? hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_L3CACHE, obj) : nullptr)
+			core.l3 = static_cast<int>(l3->logical_index);
+		if (hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, obj))
+			core.package = static_cast<int>(pkg->logical_index);
+		for (const NumaNode &node : nodes)
+			if (std::binary_search(node.cpus.begin(), node.cpus.end(), core.cpus.front()))
+				core.node = node.id;
+		cores.push_back(std::move(core));
+	}
+	return !cores.empty();
+}
+
+} /* namespace */
+
+Topology Topology::fromHwloc()
+{
+	HwlocTopology h;
+	Topology topology;
+	if (hwloc_topology_init(&h.t) == 0 && hwloc_topology_load(h.t) == 0 &&
+	    fromLoaded(h.t, topology.nodes_, topology.cores_, topology.l3Count_, topology.packageCount_) &&
+	    !topology.nodes_.empty()) {
+		topology.source_ = "hwloc";
+		if (const char *xml = std::getenv("HWLOC_XMLFILE"))
+			topology.source_ += std::string(" (HWLOC_XMLFILE=") + xml + ")";
+		else if (const char *syn = std::getenv("HWLOC_SYNTHETIC"))
+			topology.source_ += std::string(" (HWLOC_SYNTHETIC=") + syn + ")";
+		return topology;
+	}
+	return fromSysfs();
+}
+
+Result<Topology> Topology::fromHwlocSynthetic(const std::string &description)
+{
+	HwlocTopology h;
+	Topology topology;
+	if (hwloc_topology_init(&h.t) != 0 || hwloc_topology_set_synthetic(h.t, description.c_str()) != 0 ||
+	    hwloc_topology_load(h.t) != 0)
+		return Result<Topology>::failure(
+			makeError(RMA_ERR_ARG, "'%s' is not a topology in hwloc's synthetic syntax", description.c_str()));
+	if (!fromLoaded(h.t, topology.nodes_, topology.cores_, topology.l3Count_, topology.packageCount_) ||
+	    topology.nodes_.empty())
+		return Result<Topology>::failure(
+			makeError(RMA_ERR_ARG, "hwloc topology '%s' has no CPU or no NUMA node", description.c_str()));
+	topology.source_ = "hwloc synthetic " + description;
+	return topology;
+}
+#else
+Topology Topology::fromHwloc()
+{
+	return fromSysfs();
+}
+
+Result<Topology> Topology::fromHwlocSynthetic(const std::string &description)
+{
+	return Result<Topology>::failure(makeError(RMA_ERR_NOT_SUPPORTED,
+						   "topology '%s': this librma was built without hwloc",
+						   description.c_str()));
+}
+#endif
 
 Topology Topology::synthetic(int nodes, int cpusPerNode)
 {
@@ -168,6 +302,8 @@ Topology Topology::synthetic(int nodes, int cpusPerNode)
 			node.cpus.push_back(id * cpusPerNode + cpu);
 		topology.nodes_.push_back(std::move(node));
 	}
+	topology.coresFromNodes();
+	topology.source_ = "synthetic";
 	return topology;
 }
 
@@ -192,7 +328,7 @@ const Topology &Topology::system()
 	std::lock_guard<std::mutex> guard(system.lock);
 	if (!system.topology) {
 		const char *root = knobValue("RMA_TOPOLOGY");
-		system.topology = std::make_unique<Topology>(root ? fromSysfs(root) : fromSysfs());
+		system.topology = std::make_unique<Topology>(root ? fromSysfs(root) : fromHwloc());
 	}
 	return *system.topology;
 }

@@ -2,10 +2,15 @@
 /*
  * NUMA topology and memory placement. This header is the component's only door.
  *
- * The topology is read from sysfs (/sys/devices/system/node); tests inject
- * other topologies, either synthetic or as a fake sysfs tree, so NUMA logic
- * is tested on a one-node machine. RMA_TOPOLOGY=<dir> in the environment
- * makes Topology::system() read <dir> instead of the real tree.
+ * The topology comes from hwloc (the field's standard; built with it when
+ * libhwloc-dev is there): NUMA nodes, physical cores with their hardware
+ * threads (SMT siblings), L3 domains and packages. hwloc honours
+ * HWLOC_XMLFILE and HWLOC_SYNTHETIC, so any machine can be injected. Tests
+ * also inject topologies directly (synthetic(), fromHwlocSynthetic(), a
+ * fake sysfs tree). RMA_TOPOLOGY=<dir> in the environment makes
+ * Topology::system() read a fake sysfs node tree <dir> instead (NUMA nodes
+ * only: each CPU is then its own core, each node one L3 domain); without
+ * hwloc the real sysfs node tree is read the same way.
  */
 #pragma once
 
@@ -31,9 +36,25 @@ struct NumaNode {
  */
 std::vector<int> parseCpuList(std::string_view text);
 
+/* A physical core: its hardware threads (logical CPUs), and where it sits. */
+struct CpuCore {
+	std::vector<int> cpus; /* sorted OS CPU numbers; several with SMT */
+	int node = -1;         /* NUMA node id, -1 unknown */
+	int l3 = -1;           /* index of its L3 domain (0..l3Count()-1), -1 none */
+	int package = -1;      /* index of its package, -1 unknown */
+};
+
 class Topology
 {
 public:
+	/* This machine through hwloc (HWLOC_XMLFILE / HWLOC_SYNTHETIC apply); sysfs if hwloc is missing or fails. */
+	static Topology fromHwloc();
+	/*
+	 * A topology described in hwloc's synthetic syntax, e.g.
+	 * "package:2 numa:2 l3:1 core:4 pu:2" (tests and rmatune). Errors:
+	 * RMA_ERR_ARG naming the description; RMA_ERR_NOT_SUPPORTED without hwloc.
+	 */
+	static Result<Topology> fromHwlocSynthetic(const std::string &description);
 	/* Read a sysfs node tree; a missing tree gives one node holding every online CPU. */
 	static Topology fromSysfs(const std::string &root = "/sys/devices/system/node");
 	/* @nodes nodes of @cpusPerNode consecutive CPUs each (tests). */
@@ -48,6 +69,12 @@ public:
 	static void resetSystemForTesting();
 
 	const std::vector<NumaNode> &nodes() const { return nodes_; }
+	/* Physical cores in hwloc's logical order (package, then node, L3, core). */
+	const std::vector<CpuCore> &cores() const { return cores_; }
+	int l3Count() const { return l3Count_; }
+	int packageCount() const { return packageCount_; }
+	/* Where the topology came from: "hwloc", "hwloc synthetic ...", "sysfs <dir>", "synthetic". */
+	const std::string &source() const { return source_; }
 	int nodeCount() const { return static_cast<int>(nodes_.size()); }
 	/* Node of @cpu, or -1 if unknown. */
 	int nodeOfCpu(int cpu) const;
@@ -55,7 +82,14 @@ public:
 	int indexOfNode(int id) const;
 
 private:
+	/* Each CPU of each node its own core; each node one L3 domain and package. */
+	void coresFromNodes();
+
 	std::vector<NumaNode> nodes_;
+	std::vector<CpuCore> cores_;
+	int l3Count_ = 0;
+	int packageCount_ = 0;
+	std::string source_;
 };
 
 /*

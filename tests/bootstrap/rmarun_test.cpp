@@ -45,6 +45,17 @@ protected:
 	std::string client_;
 };
 
+std::vector<int> allowedCpusOfThisProcess()
+{
+	cpu_set_t set;
+	std::vector<int> cpus;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+			if (CPU_ISSET(cpu, &set))
+				cpus.push_back(cpu);
+	return cpus;
+}
+
 std::vector<std::string> sortedLines(const std::string &text)
 {
 	std::vector<std::string> lines;
@@ -139,6 +150,31 @@ TEST_F(RmarunTest, VerboseReportsBindingsAndExits)
 	EXPECT_EQ(r.status, 0) << r.err;
 	EXPECT_NE(r.err.find("rank 1: pid"), std::string::npos) << r.err;
 	EXPECT_NE(r.err.find("rank 0 exited with status 0"), std::string::npos) << r.err;
+}
+
+/*
+ * Physical cores and --map-by on injected topologies (hwloc reads
+ * HWLOC_SYNTHETIC): each rank reports RMA_BIND and the CPUs it may use.
+ */
+TEST_F(RmarunTest, BindCoreTakesWholePhysicalCoresAndMapByOrdersThem)
+{
+	std::vector<int> cpus = allowedCpusOfThisProcess();
+	if (cpus.size() < 2 || cpus[0] != 0 || cpus[1] != 1)
+		GTEST_SKIP() << "needs CPUs 0 and 1";
+	const std::string show = "echo $RMA_RANK $RMA_BIND $(grep Cpus_allowed_list /proc/self/status | cut -f2)";
+	/* One core with two hardware threads: both ranks get both threads. */
+	CommandResult r = runCommand({ "/usr/bin/env", "HWLOC_SYNTHETIC=core:1 pu:2", rmarun_, "-n", "2", "--bind", "core",
+				       "/bin/sh", "-c", show });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "0 core:0-1 0-1", "1 core:0-1 0-1" })) << r.out;
+	/* Two L3 domains of one core each: --map-by l3 spreads, --map-by core packs (wrapping). */
+	r = runCommand({ "/usr/bin/env", "HWLOC_SYNTHETIC=pack:1 l3:2 core:1 pu:1", rmarun_, "-n", "2", "--map-by", "l3",
+			 "/bin/sh", "-c", show });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "0 core:0 0", "1 core:1 1" })) << r.out;
+	r = rmarun({ "-n", "1", "--map-by", "socket", "/bin/true" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("--map-by wants core, numa or l3"), std::string::npos) << r.err;
 }
 
 /* What each rank finds in RMA_PROGRESS and RMA_PROGRESS_CORE ("-" when unset). */
@@ -256,7 +292,7 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	CommandResult r = rmarun({ "--help" });
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
-	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
+	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
 	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }
