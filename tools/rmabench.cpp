@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "rmabench_backend.h"
 #include "rmabench_launch.h"
 #include "rmabench_report.h"
@@ -37,59 +39,32 @@ namespace {
 
 constexpr int kUsage = 2;
 
-void usage(FILE *out)
-{
-	std::fprintf(out,
-		     "usage: rmarun -n 2 rmabench TEST [options]\n"
-		     "       rmabench [-n N] [--bind core|none] [--backend librma|mpi|mpich|openmpi] TEST [options]\n"
-		     "       rmabench compare [--mpi mpich,openmpi] [-n N] [--bind core|none] TEST [options]\n"
-		     "       rmabench plot OUT.svg RUN.json [RUN.json...]\n"
-		     "tests (OSU osu_<name> meaning where OSU has one):\n"
-		     "  put_latency get_latency       op + its synchronization, one at a time\n"
-		     "  acc_latency get_acc_latency   accumulate / get_accumulate (--acc-op, --type)\n"
-		     "  fop_latency cas_latency       fetch_and_op / compare_and_swap of one element\n"
-		     "  put_bw get_bw                 --window ops per synchronization, MB/s (next to a memcpy)\n"
-		     "  put_bibw                      both ranks put a window at each other, MB/s\n"
-		     "  rate                          message rate: --window outstanding --op ops, Mops/s\n"
-		     "  lock                          lock + unlock of the target, nothing in between\n"
-		     "  flush                         flush with nothing to complete (lock_all epoch)\n"
-		     "  fence                         an empty fence, next to a raw store/poll barrier\n"
-		     "  contention                    ranks 1..N-1 all --op at rank 0 (needs N >= 3 to contend)\n"
-		     "  passive                       --op latency while the target computes, never calling the library\n"
-		     "  latency bandwidth             as put_latency / put_bw with --op put|get\n"
-		     "options:\n"
-		     "  --op put|get|acc|get_acc|fop|cas   operation of rate, contention, passive, latency, bandwidth\n"
-		     "  --sync MODE          fence | pscw | lock (lock/op/unlock per iteration)\n"
-		     "                       | lock_all (lock_all/op/unlock_all per iteration)\n"
-		     "                       | flush (op + flush, one lock_all epoch; the default)\n"
-		     "                       | flush_local (op + flush_local) (put_bibw: fence by default)\n"
-		     "  --flavor F           allocate | allocate_shared | create | dynamic (default allocate)\n"
-		     "  --datatype D         contiguous | vector | indexed (8-byte blocks with gaps)\n"
-		     "  --type T             accumulate element: byte|int32|int64|uint64|float|double\n"
-		     "                       (default int32 for acc/get_acc, int64 for fop/cas, as OSU)\n"
-		     "  --acc-op OP          sum|prod|max|min|band|bor|bxor|replace|no_op (default sum)\n"
-		     "  --min-size B --max-size B   power-of-two sweep (default 8 .. 1048576)\n"
-		     "  --size B | --sizes B,B,...  one size, or a list\n"
-		     "  --iterations N --skip N     timed and warm-up iterations (default: by size; skip N/10)\n"
-		     "  --window W           operations per synchronization in bw/bibw/rate (default 64)\n"
-		     "  --busy-target        passive modes: the target computes without calling the library\n"
-		     "  --verify             check every result (timings then include the checks)\n"
-		     "  --progress P         none | thread | agent (librma: RMA_PROGRESS; MPICH: async thread)\n"
-		     "  --placement P        local | interleave | node:N | none (librma window info)\n"
-		     "  --huge-pages P       prefer | require | off (librma window info)\n"
-		     "  --format F           table | csv | json (default table)\n"
-		     "  --plot FILE.svg      also draw the result against message size\n"
-		     "  --timeout SECS       give up after SECS (default 600)\n"
-		     "launching (when rmabench starts the job itself):\n"
-		     "  -n N                 ranks (default 2)\n"
-		     "  --bind core|none     pinning (default core)\n"
-		     "  --backend B          librma (default) | mpi (first MPI built) | mpich | openmpi\n"
-		     "  --stat S             compare: mean (default, as OSU) | median | min of each row\n"
-		     "  --mpi LIST           compare: which MPIs (default every one built:");
-	for (const auto &m : builtMpis())
-		std::fprintf(out, " %s", m.c_str());
-	std::fprintf(out, ")\n");
-}
+const char kTests[] =
+	"tests (OSU osu_<name> meaning where OSU has one):\n"
+	"  put_latency get_latency       op + its synchronization, one at a time\n"
+	"  acc_latency get_acc_latency   accumulate / get_accumulate (--acc-op, --type)\n"
+	"  fop_latency cas_latency       fetch_and_op / compare_and_swap of one element\n"
+	"  put_bw get_bw                 --window ops per synchronization, MB/s (next to a memcpy)\n"
+	"  put_bibw                      both ranks put a window at each other, MB/s\n"
+	"  rate                          message rate: --window outstanding --op ops, Mops/s\n"
+	"  lock                          lock + unlock of the target, nothing in between\n"
+	"  flush                         flush with nothing to complete (lock_all epoch)\n"
+	"  fence                         an empty fence, next to a raw store/poll barrier\n"
+	"  contention                    ranks 1..N-1 all --op at rank 0 (needs N >= 3 to contend)\n"
+	"  passive                       --op latency while the target computes, never calling the library\n"
+	"  latency bandwidth             as put_latency / put_bw with --op put|get\n";
+
+
+const char *const kTestNames[] = { "put_latency", "get_latency", "acc_latency", "get_acc_latency", "fop_latency",
+				   "cas_latency", "put_bw",	 "get_bw",	"put_bibw",	   "rate",
+				   "lock",	  "flush",	 "fence",	"contention",	   "passive",
+				   "latency",	  "bandwidth" };
+const char *const kOpNames[] = { "put", "get", "acc", "get_acc", "fop", "cas" };
+const char *const kSyncNames[] = { "fence", "pscw", "lock", "lock_all", "flush", "flush_local" };
+const char *const kFlavorNames[] = { "allocate", "allocate_shared", "create", "dynamic" };
+const char *const kShapeNames[] = { "contiguous", "vector", "indexed" };
+const char *const kElemNames[] = { "byte", "int32", "int64", "uint64", "float", "double" };
+const char *const kAccOpNames[] = { "sum", "prod", "max", "min", "band", "bor", "bxor", "replace", "no_op" };
 
 template<typename E, size_t N>
 bool lookup(const char *const (&names)[N], const std::string &v, E &out)
@@ -102,22 +77,21 @@ bool lookup(const char *const (&names)[N], const std::string &v, E &out)
 	return false;
 }
 
-bool parseSizes(const std::string &v, std::vector<long> &out)
+/* A check that @what is one of @names, saying "unknown WHAT 'value' (one of: ...)". */
+template<size_t N>
+CLI::Validator oneOf(const char *const (&names)[N], const std::string &what)
 {
-	size_t at = 0;
-	while (at <= v.size()) {
-		size_t comma = v.find(',', at);
-		std::string one = v.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-		char *end;
-		long n = std::strtol(one.c_str(), &end, 10);
-		if (one.empty() || *end || n < 1)
-			return false;
-		out.push_back(n);
-		if (comma == std::string::npos)
-			break;
-		at = comma + 1;
-	}
-	return !out.empty();
+	std::string all;
+	for (const char *n : names)
+		all += (all.empty() ? "" : " ") + std::string(n);
+	return CLI::Validator(
+		[&names, what, all](std::string &v) {
+			for (const char *n : names)
+				if (v == n)
+					return std::string();
+			return "unknown " + what + " '" + v + "' (one of: " + all + ")";
+		},
+		"", "");
 }
 
 [[gnu::format(printf, 1, 2)]] bool bad(const char *fmt, ...)
@@ -131,138 +105,159 @@ bool parseSizes(const std::string &v, std::vector<long> &out)
 	return false;
 }
 
-bool setTest(const std::string &name, Options &o)
+/* The test's options as given, before they are checked together. */
+struct TestArgs {
+	std::string test, op, sync, flavor, datatype, type, accOp;
+	long size = -1;
+};
+
+/* The test and its options (CLI11): shared by the parser and by --help. */
+void addTestOptions(CLI::App &app, Options &o, TestArgs &t)
 {
-	static const struct {
-		const char *name;
-		Test test;
-		Operation op;
-	} tests[] = {
-		{ "put_latency", Test::Latency, Operation::Put },
-		{ "get_latency", Test::Latency, Operation::Get },
-		{ "acc_latency", Test::Latency, Operation::Acc },
-		{ "get_acc_latency", Test::Latency, Operation::GetAcc },
-		{ "fop_latency", Test::Latency, Operation::Fop },
-		{ "cas_latency", Test::Latency, Operation::Cas },
-		{ "put_bw", Test::Bandwidth, Operation::Put },
-		{ "get_bw", Test::Bandwidth, Operation::Get },
-		{ "put_bibw", Test::Bibw, Operation::Put },
-		{ "rate", Test::Rate, Operation::Put },
-		{ "lock", Test::Lock, Operation::Put },
-		{ "flush", Test::Flush, Operation::Put },
-		{ "fence", Test::Fence, Operation::Put },
-		{ "contention", Test::Contention, Operation::Put },
-		{ "passive", Test::Latency, Operation::Put },
-		{ "latency", Test::Latency, Operation::Put },
-		{ "bandwidth", Test::Bandwidth, Operation::Put },
-	};
-	for (const auto &t : tests) {
-		if (name != t.name)
-			continue;
-		o.testName = name;
-		o.test = t.test;
-		o.op = t.op;
-		if (name == "passive")
-			o.busyTarget = true;
-		return true;
-	}
-	return bad("unknown test '%s' (rmabench --help lists them)", name.c_str());
+	app.add_option("TEST", t.test, "the test (see the list below)")->check(oneOf(kTestNames, "test"));
+	app.add_option("--op", t.op, "operation of rate, contention, passive, latency, bandwidth")
+		->check(oneOf(kOpNames, "--op"));
+	app.add_option("--sync", t.sync,
+		       "fence | pscw | lock (lock/op/unlock per iteration) | lock_all | flush (op + flush in "
+		       "one lock_all epoch; the default) | flush_local (put_bibw: fence by default)")
+		->check(oneOf(kSyncNames, "--sync"));
+	app.add_option("--flavor", t.flavor, "window flavor: allocate (default) | allocate_shared | create | dynamic")
+		->check(oneOf(kFlavorNames, "--flavor"));
+	app.add_option("--datatype", t.datatype, "contiguous | vector | indexed (8-byte blocks with gaps)")
+		->check(oneOf(kShapeNames, "--datatype"));
+	app.add_option("--type", t.type,
+		       "accumulate element: byte|int32|int64|uint64|float|double (default int32 for acc/get_acc, "
+		       "int64 for fop/cas, as OSU)")
+		->check(oneOf(kElemNames, "--type"));
+	app.add_option("--acc-op", t.accOp, "sum|prod|max|min|band|bor|bxor|replace|no_op (default sum)")
+		->check(oneOf(kAccOpNames, "--acc-op"));
+	app.add_option("--min-size", o.minSize, "power-of-two sweep from B bytes (default 8)")
+		->check(CLI::PositiveNumber);
+	app.add_option("--max-size", o.maxSize, "... to B bytes (default 1048576, at most 1 GiB)")
+		->check(CLI::PositiveNumber);
+	app.add_option("--size", t.size, "one size")->check(CLI::PositiveNumber);
+	app.add_option("--sizes", o.sizes, "a list of sizes: B,B,...")->delimiter(',')->check(CLI::PositiveNumber);
+	app.add_option("--iterations", o.iterations, "timed iterations (default: by size)")
+		->check(CLI::NonNegativeNumber);
+	app.add_option("--skip", o.skip, "warm-up iterations (default: iterations / 10)")
+		->check(CLI::NonNegativeNumber);
+	app.add_option("--window", o.window, "operations per synchronization in bw/bibw/rate (default 64)")
+		->check(CLI::PositiveNumber);
+	app.add_option("--timeout", o.timeout, "give up after SECS (default 600)")->check(CLI::PositiveNumber);
+	app.add_flag("--busy-target", o.busyTarget, "passive modes: the target computes without calling the library");
+	app.add_flag("--verify", o.verify, "check every result (timings then include the checks)");
+	app.add_option("--progress", o.progress, "none | thread | agent (librma: RMA_PROGRESS; MPICH: async thread)")
+		->check(CLI::IsMember({ "none", "thread", "agent" }));
+	app.add_option("--placement", o.placement, "local | interleave | node:N | none (librma window info)");
+	app.add_option("--huge-pages", o.hugePages, "prefer | require | off (librma window info)")
+		->check(CLI::IsMember({ "prefer", "require", "off" }));
+	app.add_option("--format", o.format, "table | csv | json (default table)");
+	app.add_option("--plot", o.plot, "also draw the result against message size (FILE.svg)");
+}
+
+/* Launching options (when rmabench starts the job itself). */
+void addLaunchOptions(CLI::App &app, LaunchOptions &lo, bool compare)
+{
+	app.add_option("-n,--ranks", lo.ranks, "ranks (default 2)")->check(CLI::PositiveNumber);
+	app.add_option("--bind", lo.bind, "pinning: core (default) | none")->check(CLI::IsMember({ "core", "none" }));
+	app.add_option("--backend", lo.backend, "librma (default) | mpi (first MPI built) | mpich | openmpi")
+		->check(CLI::IsMember({ "librma", "mpi", "mpich", "openmpi" }));
+	if (!compare)
+		return;
+	std::string built;
+	for (const auto &m : builtMpis())
+		built += (built.empty() ? "" : ",") + m;
+	app.add_option("--mpi", lo.mpis, "compare: which MPIs (default every one built: " + built + ")")
+		->delimiter(',');
+	app.add_option("--stat", lo.stat, "compare: mean (default, as OSU) | median | min of each row")
+		->check(CLI::IsMember({ "mean", "median", "min" }));
+	app.add_option("--format", lo.format, "compare: table | csv | json (default table)");
+	app.add_option("--plot", lo.plot, "compare: draw every run against message size (FILE.svg)");
+}
+
+/* CLI11's help without its usage line (rmabench prints its own, for every form). */
+class NoUsageFormatter : public CLI::Formatter
+{
+public:
+	std::string make_usage(const CLI::App *, std::string) const override { return ""; }
+};
+
+void printHelp(FILE *out)
+{
+	std::fputs("usage: rmarun -n 2 rmabench TEST [options]\n"
+		   "       rmabench [-n N] [--bind core|none] [--backend librma|mpi|mpich|openmpi] TEST [options]\n"
+		   "       rmabench compare [--mpi mpich,openmpi] [--stat S] [-n N] TEST [options]\n"
+		   "       rmabench plot OUT.svg RUN.json [RUN.json...]\n\n",
+		   out);
+	auto formatter = std::make_shared<NoUsageFormatter>();
+	formatter->column_width(30);
+	Options o;
+	TestArgs t;
+	CLI::App test("The test and its options (each rank parses them):");
+	test.formatter(formatter);
+	test.set_help_flag("-h,--help", "print this help and exit");
+	addTestOptions(test, o, t);
+	std::fputs(test.help().c_str(), out);
+	LaunchOptions lo;
+	CLI::App launch("Launching (when rmabench starts the job itself; --mpi, --stat, --format and --plot as "
+			"options of compare apply to its combined result):");
+	launch.formatter(formatter);
+	launch.set_help_flag();
+	addLaunchOptions(launch, lo, true);
+	std::fputs(launch.help().c_str(), out);
+	std::fputs(kTests, out);
 }
 
 /* Parse a test and its options (no launching options). */
 bool parseTest(const std::vector<std::string> &args, Options &o)
 {
-	bool haveTest = false, opGiven = false;
-	Operation op = Operation::Put;
-	for (size_t i = 0; i < args.size(); ++i) {
-		const std::string &a = args[i];
-		auto value = [&](std::string &out) {
-			if (i + 1 >= args.size())
-				return bad("%s needs a value", a.c_str());
-			out = args[++i];
-			return true;
-		};
-		auto number = [&](long &out) {
-			std::string v;
-			if (!value(v))
-				return false;
-			char *end;
-			out = std::strtol(v.c_str(), &end, 10);
-			if (v.empty() || *end || out < 0)
-				return bad("%s: '%s' is not a non-negative number", a.c_str(), v.c_str());
-			return true;
-		};
-		std::string v;
-		bool ok = true;
-		if (a.empty() || a[0] != '-') {
-			if (haveTest)
-				return bad("unexpected argument '%s'", a.c_str());
-			ok = setTest(a, o);
-			haveTest = true;
-		} else if (a == "--op") {
-			static const char *const names[] = { "put", "get", "acc", "get_acc", "fop", "cas" };
-			ok = value(v) && (lookup(names, v, op) || bad("unknown --op '%s'", v.c_str()));
-			opGiven = true;
-		} else if (a == "--sync") {
-			static const char *const names[] = { "fence", "pscw", "lock", "lock_all", "flush", "flush_local" };
-			ok = value(v) && (lookup(names, v, o.sync) || bad("unknown --sync '%s'", v.c_str()));
-			o.syncGiven = true;
-		} else if (a == "--flavor") {
-			static const char *const names[] = { "allocate", "allocate_shared", "create", "dynamic" };
-			ok = value(v) && (lookup(names, v, o.flavor) || bad("unknown --flavor '%s'", v.c_str()));
-		} else if (a == "--datatype") {
-			static const char *const names[] = { "contiguous", "vector", "indexed" };
-			ok = value(v) && (lookup(names, v, o.shape) || bad("unknown --datatype '%s'", v.c_str()));
-		} else if (a == "--type") {
-			static const char *const names[] = { "byte", "int32", "int64", "uint64", "float", "double" };
-			ok = value(v) && (lookup(names, v, o.elem) || bad("unknown --type '%s'", v.c_str()));
-			o.elemGiven = true;
-		} else if (a == "--acc-op") {
-			static const char *const names[] = { "sum",  "prod", "max",	"min",	"band",
-							     "bor", "bxor", "replace", "no_op" };
-			ok = value(v) && (lookup(names, v, o.accOp) || bad("unknown --acc-op '%s'", v.c_str()));
-		} else if (a == "--format") {
-			ok = value(o.format);
-		} else if (a == "--plot") {
-			ok = value(o.plot);
-		} else if (a == "--huge-pages") {
-			ok = value(o.hugePages);
-		} else if (a == "--placement") {
-			ok = value(o.placement);
-		} else if (a == "--progress") {
-			ok = value(o.progress) && (o.progress == "none" || o.progress == "thread" || o.progress == "agent" ||
-						   bad("--progress must be none, thread or agent"));
-		} else if (a == "--min-size") {
-			ok = number(o.minSize);
-		} else if (a == "--max-size") {
-			ok = number(o.maxSize);
-		} else if (a == "--size") {
-			ok = number(o.minSize);
-			o.maxSize = o.minSize;
-		} else if (a == "--sizes") {
-			ok = value(v) && (parseSizes(v, o.sizes) || bad("--sizes wants sizes like 8,64,4096"));
-			for (long s : o.sizes)
-				o.maxSize = std::max(o.maxSize, s);
-		} else if (a == "--iterations") {
-			ok = number(o.iterations);
-		} else if (a == "--skip") {
-			ok = number(o.skip);
-		} else if (a == "--window") {
-			ok = number(o.window);
-		} else if (a == "--timeout") {
-			ok = number(o.timeout);
-		} else if (a == "--busy-target") {
-			o.busyTarget = true;
-		} else if (a == "--verify") {
-			o.verify = true;
-		} else {
-			ok = bad("unknown option '%s'", a.c_str());
-		}
-		if (!ok)
-			return false;
+	CLI::App app("rmabench");
+	app.set_help_flag();
+	TestArgs t;
+	addTestOptions(app, o, t);
+	std::vector<std::string> reversed(args.rbegin(), args.rend()); /* CLI11 takes them last first */
+	try {
+		app.parse(reversed);
+	} catch (const CLI::ParseError &e) {
+		return bad("%s", e.what());
 	}
-	if (!haveTest)
+	if (t.test.empty())
 		return bad("which test? (rmabench --help lists them)");
+	static const struct {
+		Test test;
+		Operation op;
+	} kinds[] = {
+		{ Test::Latency, Operation::Put },   { Test::Latency, Operation::Get },	   { Test::Latency, Operation::Acc },
+		{ Test::Latency, Operation::GetAcc }, { Test::Latency, Operation::Fop },   { Test::Latency, Operation::Cas },
+		{ Test::Bandwidth, Operation::Put }, { Test::Bandwidth, Operation::Get },  { Test::Bibw, Operation::Put },
+		{ Test::Rate, Operation::Put },	     { Test::Lock, Operation::Put },	   { Test::Flush, Operation::Put },
+		{ Test::Fence, Operation::Put },     { Test::Contention, Operation::Put }, { Test::Latency, Operation::Put },
+		{ Test::Latency, Operation::Put },   { Test::Bandwidth, Operation::Put },
+	};
+	static_assert(std::size(kinds) == std::size(kTestNames));
+	size_t which = 0;
+	lookup(kTestNames, t.test, which);
+	o.testName = t.test;
+	o.test = kinds[which].test;
+	o.op = kinds[which].op;
+	if (t.test == "passive")
+		o.busyTarget = true;
+	Operation op = Operation::Put;
+	const bool opGiven = !t.op.empty() && lookup(kOpNames, t.op, op);
+	if (!t.sync.empty())
+		o.syncGiven = lookup(kSyncNames, t.sync, o.sync);
+	if (!t.flavor.empty())
+		lookup(kFlavorNames, t.flavor, o.flavor);
+	if (!t.datatype.empty())
+		lookup(kShapeNames, t.datatype, o.shape);
+	if (!t.type.empty())
+		o.elemGiven = lookup(kElemNames, t.type, o.elem);
+	if (!t.accOp.empty())
+		lookup(kAccOpNames, t.accOp, o.accOp);
+	if (t.size > 0)
+		o.minSize = o.maxSize = t.size;
+	for (long size : o.sizes)
+		o.maxSize = std::max(o.maxSize, size);
 
 	/* Tests named after an op take it; the others take --op. */
 	const bool generic = o.testName == "rate" || o.testName == "contention" || o.testName == "passive" ||
@@ -357,78 +352,41 @@ int runHere(int argc, char **argv, const std::vector<std::string> &args)
 
 int main(int argc, char **argv)
 {
-	/* Split the launching options from the test and its options. */
-	LaunchOptions lo;
-	std::vector<std::string> args;
-	bool isCompare = false;
-	for (int i = 1; i < argc; ++i) {
-		std::string a = argv[i];
-		auto value = [&](std::string &out) {
-			if (i + 1 >= argc) {
-				std::fprintf(stderr, "rmabench: %s needs a value\n", a.c_str());
-				std::exit(kUsage);
-			}
-			out = argv[++i];
-		};
-		std::string v;
-		if (a == "-h" || a == "--help") {
-			usage(stdout);
-			return 0;
-		} else if (a == "plot" && args.empty()) {
-			return plot(std::vector<std::string>(argv + i + 1, argv + argc));
-		} else if (a == "compare" && args.empty() && !isCompare) {
-			isCompare = true;
-		} else if (a == "-n" || a == "--ranks") {
-			value(v);
-			lo.ranks = std::atoi(v.c_str());
-			if (lo.ranks < 1) {
-				std::fprintf(stderr, "rmabench: -n needs a positive number\n");
-				return kUsage;
-			}
-		} else if (a == "--bind") {
-			value(lo.bind);
-			if (lo.bind != "core" && lo.bind != "none") {
-				std::fprintf(stderr, "rmabench: --bind must be core or none\n");
-				return kUsage;
-			}
-		} else if (a == "--backend") {
-			value(lo.backend);
-			if (lo.backend == "librma")
-				lo.backend.clear();
-			if (!lo.backend.empty() && lo.backend != "mpi" && lo.backend != "mpich" && lo.backend != "openmpi") {
-				std::fprintf(stderr, "rmabench: --backend must be librma, mpi, mpich or openmpi\n");
-				return kUsage;
-			}
-		} else if (a == "--stat" && isCompare) {
-			value(lo.stat);
-			if (lo.stat != "mean" && lo.stat != "median" && lo.stat != "min") {
-				std::fprintf(stderr, "rmabench: --stat must be mean, median or min\n");
-				return kUsage;
-			}
-		} else if (a == "--mpi") {
-			value(v);
-			for (size_t at = 0; at <= v.size();) {
-				size_t comma = v.find(',', at);
-				lo.mpis.push_back(v.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-				if (comma == std::string::npos)
-					break;
-				at = comma + 1;
-			}
-		} else {
-			if ((a == "--format" || a == "--plot") && i + 1 < argc) {
-				/* compare prints (and plots) the combined result; each job gets JSON. */
-				if (isCompare) {
-					(a == "--format" ? lo.format : lo.plot) = argv[++i];
-					continue;
-				}
-			}
-			args.push_back(a);
-		}
-	}
 	if (argc < 2) {
-		usage(stderr);
+		printHelp(stderr);
 		return kUsage;
 	}
+	for (int i = 1; i < argc; ++i)
+		if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+			printHelp(stdout);
+			return 0;
+		}
+	if (!std::strcmp(argv[1], "plot"))
+		return plot(std::vector<std::string>(argv + 2, argv + argc));
+	const bool isCompare = !std::strcmp(argv[1], "compare");
+
+	/*
+	 * The launching options are rmabench's; everything else, in order, is
+	 * the test and its options, which each rank parses again.
+	 */
+	LaunchOptions lo;
+	CLI::App launch("rmabench");
+	launch.set_help_flag();
+	launch.allow_extras();
+	addLaunchOptions(launch, lo, isCompare);
+	std::vector<std::string> reversed;
+	for (int i = argc - 1; i >= 1 + (isCompare ? 1 : 0); --i)
+		reversed.push_back(argv[i]);
+	try {
+		launch.parse(reversed);
+	} catch (const CLI::ParseError &e) {
+		bad("%s", e.what());
+		std::fprintf(stderr, "Try 'rmabench --help' for more information.\n");
+		return kUsage;
+	}
+	std::vector<std::string> args = launch.remaining();
+	if (lo.backend == "librma")
+		lo.backend.clear();
 
 #ifdef RMABENCH_MPI
 	/* rmabench-<mpi>: the MPI launcher started this rank; run the test. */
@@ -448,8 +406,10 @@ int main(int argc, char **argv)
 		}
 		/* Check the test's options before starting anything. */
 		Options o;
-		if (!parseTest(args, o))
+		if (!parseTest(args, o)) {
+			std::fprintf(stderr, "Try 'rmabench --help' for more information.\n");
 			return kUsage;
+		}
 		if (isCompare && lo.format != "table" && lo.format != "csv" && lo.format != "json") {
 			std::fprintf(stderr, "rmabench: unknown --format '%s'\n", lo.format.c_str());
 			return kUsage;
@@ -460,8 +420,10 @@ int main(int argc, char **argv)
 	}
 	if (!underRmarun) {
 		Options o;
-		if (!parseTest(args, o))
+		if (!parseTest(args, o)) {
+			std::fprintf(stderr, "Try 'rmabench --help' for more information.\n");
 			return kUsage;
+		}
 		lo.args = args;
 		return launchLibrma(lo);
 	}

@@ -348,6 +348,27 @@ TEST(RmabenchTest, RejectsBadUsageClearly)
 	}
 }
 
+TEST(RmabenchTest, HelpListsEveryOptionAndTest)
+{
+	CommandResult r = runCommand({ tool("rmabench"), "--help" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	for (const char *option :
+	     { "--op", "--sync", "--flavor", "--datatype", "--type", "--acc-op", "--min-size", "--max-size", "--size",
+	       "--sizes", "--iterations", "--skip", "--window", "--timeout", "--busy-target", "--verify", "--progress",
+	       "--placement", "--huge-pages", "--format", "--plot", "-n,--ranks", "--bind", "--backend", "--mpi",
+	       "--stat", "put_latency", "get_acc_latency", "contention", "rmabench plot" })
+		EXPECT_NE(r.out.find(option), std::string::npos) << option;
+	/* Options given as --name=value and lists with commas parse as well. */
+	r = rmabench({ "--bind=none", "put_latency", "--sizes=8,64", "--iterations=20", "--format", "csv" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	expectCsv(r.out, "librma", "put_latency", 2);
+	r = rmabench({ "put_latency", "--size", "-5" });
+	EXPECT_EQ(r.status, 2);
+	r = rmabench({ "put_latency", "--size" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("--size"), std::string::npos) << r.err;
+}
+
 TEST(RmabenchTest, StartsItsOwnJobWithoutRmarun)
 {
 	CommandResult r = runCommand(with({ tool("rmabench"), "--bind", "none", "put_latency", "--format", "csv" }, kShort),
