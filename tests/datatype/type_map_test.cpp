@@ -17,7 +17,7 @@
 #include "datatype/type_test_util.h"
 
 using namespace rmatest;
-using librma::BlockRun;
+using librma::TypeNode;
 using librma::Datatype;
 
 namespace {
@@ -149,8 +149,9 @@ TEST(Flatten, VectorStaysOneStridedRun)
 	rma_datatype t;
 	ASSERT_EQ(rma_type_vector(1024, 8, 16, RMA_DOUBLE, &t), RMA_SUCCESS);
 	OwnedType owned(t);
-	const auto &blocks = engine(t).detail->blocks;
+	const auto &blocks = engine(t).detail->nodes;
 	ASSERT_EQ(blocks.size(), 1u);
+	EXPECT_FALSE(blocks[0].isLoop());
 	EXPECT_EQ(blocks[0].offset, 0);
 	EXPECT_EQ(blocks[0].stride, 128);
 	EXPECT_EQ(blocks[0].length, 64);
@@ -158,19 +159,24 @@ TEST(Flatten, VectorStaysOneStridedRun)
 	EXPECT_FALSE(engine(t).isContiguous());
 }
 
-TEST(Flatten, SubarrayIsOneRunPerOuterRow)
+TEST(Flatten, SubarrayIsARunInALoop)
 {
 	int sizes[] = { 10, 20, 30 }, sub[] = { 4, 5, 6 }, starts[] = { 1, 2, 3 };
 	rma_datatype t;
 	ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_C, RMA_DOUBLE, &t), RMA_SUCCESS);
 	OwnedType owned(t);
-	const auto &blocks = engine(t).detail->blocks;
-	ASSERT_EQ(blocks.size(), 4u);
-	for (const BlockRun &r : blocks) {
-		EXPECT_EQ(r.count, 5);
-		EXPECT_EQ(r.length, 6 * 8);
-		EXPECT_EQ(r.stride, 30 * 8);
-	}
+	/* Rows of a plane: one run; the planes: a loop around it. */
+	const auto &nodes = engine(t).detail->nodes;
+	ASSERT_EQ(nodes.size(), 2u);
+	EXPECT_TRUE(nodes[0].isLoop());
+	EXPECT_EQ(nodes[0].body, 1u);
+	EXPECT_EQ(nodes[0].count, 4);
+	EXPECT_EQ(nodes[0].stride, 20 * 30 * 8);
+	const TypeNode &r = nodes[1];
+	EXPECT_FALSE(r.isLoop());
+	EXPECT_EQ(r.count, 5);
+	EXPECT_EQ(r.length, 6 * 8);
+	EXPECT_EQ(r.stride, 30 * 8);
 }
 
 TEST(Flatten, ContiguousLayoutsCollapseToOneBlock)
@@ -186,7 +192,7 @@ TEST(Flatten, ContiguousLayoutsCollapseToOneBlock)
 	OwnedType oa(a), ob(b), oi(inner, false), oc(c);
 	for (rma_datatype t : { a, b, c }) {
 		EXPECT_TRUE(engine(t).isContiguous());
-		EXPECT_EQ(engine(t).detail->blocks.size(), 1u);
+		EXPECT_EQ(engine(t).detail->nodes.size(), 1u);
 	}
 	/* lb does not move the data: a resized contiguous type with extent == size stays contiguous. */
 	rma_datatype r;
