@@ -284,8 +284,8 @@ inline rma_datatype predefinedHandle(const Datatype &t)
  * Build a new, uncommitted type from @args (see TypeArgs; every constructor
  * of MPI). Errors, with @call in the message: RMA_ERR_COUNT (negative count),
  * RMA_ERR_ARG (negative block length, bad subarray or order, sizes that
- * overflow), RMA_ERR_TYPE (a null type), RMA_ERR_NO_MEM (a signature or
- * block list beyond kMaxRuns).
+ * overflow), RMA_ERR_TYPE (a null type), RMA_ERR_NO_MEM (a signature of
+ * more than kMaxRuns nodes: only irregular ones, repeats are never expanded).
  */
 int buildType(const char *call, const TypeArgs &args, std::shared_ptr<Datatype> &out);
 
