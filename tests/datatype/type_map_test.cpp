@@ -569,4 +569,32 @@ TEST(LargeTypes, LazyTypesAgreeWithTheReference)
 	}
 }
 
+TEST(LargeTypes, DeepNestingWalksBeyondTheInlineStack)
+{
+	/* 12 levels of vectors whose strides never merge: 12 nested loops, or 12 recipe levels when lazy. */
+	size_t &limit = librma::flattenNodeLimit();
+	const size_t saved = limit;
+	for (size_t lowered : { saved, size_t(0) }) {
+		limit = lowered;
+		std::vector<OwnedType> levels;
+		rma_datatype cur = RMA_SHORT;
+		for (int k = 0; k < 12; ++k) {
+			rma_datatype next;
+			ASSERT_EQ(rma_type_vector(2, 1, 3, cur, &next), RMA_SUCCESS);
+			levels.emplace_back(next, false);
+			cur = next;
+		}
+		ASSERT_EQ(rma_type_commit(&cur), RMA_SUCCESS);
+		limit = saved;
+		const Datatype &d = engine(cur);
+		EXPECT_EQ(d.detail->lazy, lowered == 0);
+		if (lowered != 0) {
+			EXPECT_EQ(d.detail->nodes.size(), 12u);
+		}
+		RefType r = refOf(cur);
+		for (rma_count count : { 1, 2 })
+			EXPECT_EQ(engineBytes(d, count, d.size * count), refBytes(r, count)) << lowered;
+	}
+}
+
 } /* namespace */
