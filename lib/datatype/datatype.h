@@ -449,15 +449,25 @@ private:
 			left_ = runLength_;
 			return;
 		}
+		if (runsLeft_ > 0) { /* the next pass of a loop around this one run: no frame to visit */
+			--runsLeft_;
+			runBase_ += runsStride_;
+			block_ = 0;
+			offset_ = runBase_;
+			left_ = runLength_;
+			return;
+		}
 		nextRun();
 	}
 
-	/* The current run and block. */
+	/* The current run and block; runsLeft_ more copies of the run follow, runsStride_ apart. */
 	rma_aint runBase_ = 0;
 	rma_aint runStride_ = 0;
 	rma_count runCount_ = 0;
 	rma_count runLength_ = 0;
 	rma_count block_ = 0;
+	rma_count runsLeft_ = 0;
+	rma_aint runsStride_ = 0;
 	rma_aint offset_ = 0;
 	rma_count left_ = 0;
 	/* The stack: frames_[0, depth_), inline up to kInlineFrames. */

@@ -463,6 +463,12 @@ void BlockCursor::startNodes(const TypeNode *nodes, size_t nnodes, rma_aint exte
 	} else if (r.isLoop() && span(nodes, 0) == nnodes && !__builtin_mul_overflow(r.count, r.stride, &reach) &&
 		   reach == extent && !__builtin_mul_overflow(r.count, count, &total)) {
 		/* One loop whose copies continue each other: its body, total times. */
+		if (r.body == 1) {
+			setRun(r.offset + nodes[1].offset, nodes[1].stride, nodes[1].count, nodes[1].length);
+			runsLeft_ = total - 1;
+			runsStride_ = r.stride;
+			return;
+		}
 		pushNodes(nodes + 1, r.body, total, r.stride, r.offset);
 		return nextRun();
 	}
@@ -530,6 +536,7 @@ void BlockCursor::setRun(rma_aint base, rma_aint stride, rma_count count, rma_co
 	runCount_ = count;
 	runLength_ = length;
 	block_ = 0;
+	runsLeft_ = 0;
 	offset_ = base;
 	left_ = length;
 }
@@ -561,6 +568,14 @@ void BlockCursor::nextRun()
 				return setRun(f.base + r.offset, r.stride, r.count, r.length);
 			}
 			f.i += span(f.nodes, f.i);
+			if (r.body == 1) {
+				/* A loop around one run (nested strides): walked without a frame. */
+				const TypeNode &in = (&r)[1];
+				setRun(f.base + r.offset + in.offset, in.stride, in.count, in.length);
+				runsLeft_ = r.count - 1;
+				runsStride_ = r.stride;
+				return;
+			}
 			pushNodes(&r + 1, r.body, r.count, r.stride, f.base + r.offset); /* may move f */
 			continue;
 		}
