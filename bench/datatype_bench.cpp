@@ -72,10 +72,10 @@ void BM_Flatten(benchmark::State &state)
 	for (auto _ : state) {
 		rma_datatype t = makeType(which);
 		rma_type_commit(&t);
-		runs = librma::lookupDatatype(t)->detail->blocks.size();
+		runs = librma::lookupDatatype(t)->detail->nodes.size();
 		rma_type_free(&t);
 	}
-	state.SetLabel(std::string(typeName(which)) + ", " + std::to_string(runs) + " runs");
+	state.SetLabel(std::string(typeName(which)) + ", " + std::to_string(runs) + " nodes");
 }
 BENCHMARK(BM_Flatten)->Arg(0)->Arg(1)->Arg(2);
 

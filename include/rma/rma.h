@@ -509,7 +509,8 @@ RMA_API int rma_info_free(rma_info *info);
 /* in communication or pack/unpack (it may be used to build other types    */
 /* before). Every type made here must be freed with rma_type_free(). A     */
 /* constructor fails with RMA_ERR_NO_MEM when the new type's signature      */
-/* would need more than 2^22 runs of one basic type.                        */
+/* would need more than 2^22 distinct runs (repetitions are kept as         */
+/* repeats, never multiplied out, so only irregular types can).             */
 /* Errors of these calls go to RMA_COMM_SELF's error handler. All of them  */
 /* are local and complete before returning.                                 */
 /*                                                                          */
@@ -671,10 +672,15 @@ RMA_API int rma_type_create_resized_c(rma_datatype oldtype, rma_count lb, rma_co
 RMA_API int rma_type_dup(rma_datatype oldtype, rma_datatype *newtype);
 
 /**
- * @brief Commit a type: flatten it once into the block list that drives
- *        every transfer. Committing a committed or predefined type does nothing.
- * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid handle); RMA_ERR_ARG (NULL);
- *         RMA_ERR_NO_MEM if the block list would exceed 2^22 runs.
+ * @brief Commit a type: flatten it once into the strided description that
+ *        drives every transfer (nested strides stay strides, so its size
+ *        does not grow with the elements it covers; a type too irregular to
+ *        flatten within a memory bound is walked from its definition
+ *        instead). Committing a committed or predefined type does nothing.
+ * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid handle); RMA_ERR_ARG (NULL).
+ *         A type is never refused for its size. An accumulate whose target
+ *         type has no flattened form small enough for one record fails
+ *         with RMA_ERR_NOT_SUPPORTED.
  */
 RMA_API int rma_type_commit(rma_datatype *datatype);
 

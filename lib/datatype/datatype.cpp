@@ -171,32 +171,63 @@ void mergeShape(Shape &into, const Shape &s, Checked &c)
 
 /* ---- Signatures ----------------------------------------------------------- */
 
-void pushRun(Signature &sig, SignatureRun r, Checked &c)
+/* The nodes of a signature subtree: the node at @i and its body. */
+size_t sigSpan(const SignatureRun *sig, size_t i)
+{
+	return 1 + sig[i].body;
+}
+
+/* A signature being built: its nodes and where its last top-level node is. */
+struct SignatureBuilder {
+	Signature sig;
+	size_t last = SIZE_MAX;
+};
+
+/* Append top-level node @r (with its body at @body when it is a repeat), merging it into the last one. */
+void appendTop(SignatureBuilder &out, const SignatureRun &r, const SignatureRun *body, Checked &c)
 {
 	if (r.count == 0)
 		return;
-	if (!sig.empty() && sig.back().type == r.type)
-		sig.back().count = c.add(sig.back().count, r.count);
-	else
-		sig.push_back(r);
+	if (out.last != SIZE_MAX) {
+		SignatureRun &last = out.sig[out.last];
+		if (!r.isRepeat() && !last.isRepeat() && last.type == r.type) {
+			last.count = c.add(last.count, r.count);
+			return;
+		}
+		if (r.isRepeat() && last.body == r.body &&
+		    std::equal(body, body + r.body, &last + 1, [](const SignatureRun &a, const SignatureRun &b) {
+			    return a.type == b.type && a.body == b.body && a.count == b.count;
+		    })) {
+			last.count = c.add(last.count, r.count);
+			return;
+		}
+	}
+	out.last = out.sig.size();
+	out.sig.push_back(r);
+	if (r.isRepeat())
+		out.sig.insert(out.sig.end(), body, body + r.body);
 }
 
-/* Append @times copies of @in to @out; false beyond kMaxRuns. */
-bool appendSignature(Signature &out, const Signature &in, rma_count times, Checked &c)
+/* Append @times copies of @in to @out, as a repeat (never expanded); false beyond kMaxRuns. */
+bool appendSignature(SignatureBuilder &out, const Signature &in, rma_count times, Checked &c)
 {
 	if (times == 0 || in.empty())
 		return true;
-	if (in.size() == 1) {
-		pushRun(out, { in[0].type, c.mul(in[0].count, times) }, c);
-		return true;
-	}
-	for (rma_count k = 0; k < times; ++k) {
-		if (out.size() + in.size() > kMaxRuns)
+	const SignatureRun *u = in.data();
+	if (times == 1) {
+		for (size_t i = 0; i < in.size(); i += sigSpan(u, i))
+			appendTop(out, u[i], u + i + 1, c);
+	} else if (sigSpan(u, 0) == in.size()) {
+		/* One run or one repeat: times as many of it. */
+		SignatureRun top = u[0];
+		top.count = c.mul(top.count, times);
+		appendTop(out, top, u + 1, c);
+	} else {
+		if (in.size() >= UINT32_MAX)
 			return false;
-		for (const SignatureRun &r : in)
-			pushRun(out, r, c);
+		appendTop(out, SignatureRun{ BasicType::None, static_cast<uint32_t>(in.size()), times }, u, c);
 	}
-	return true;
+	return out.sig.size() <= kMaxRuns;
 }
 
 /* ---- Construction --------------------------------------------------------- */
@@ -271,13 +302,15 @@ int makeType(const char *call, Combiner combiner, std::vector<TypeItem> items, r
 	if (c.bad)
 		return tooLarge(call);
 	/* The signature after the bounds: a type too large to exist is not expanded first. */
-	auto sig = std::make_shared<Signature>();
-	Signature unitSig, scratch;
+	SignatureBuilder unitSig, whole;
+	Signature scratch;
 	for (const TypeItem &it : items)
 		if (!appendSignature(unitSig, signatureOf(*it.type, scratch), it.copies, c))
 			return tooComplex(call);
-	if (!appendSignature(*sig, unitSig, repeat, c))
+	if (!appendSignature(whole, unitSig.sig, repeat, c))
 		return tooComplex(call);
+	whole.sig.shrink_to_fit();
+	auto sig = std::make_shared<Signature>(std::move(whole.sig));
 
 	std::shared_ptr<Datatype> t = newDerived();
 	t->size = s.size;
@@ -592,7 +625,7 @@ const Signature &signatureOf(const Datatype &t, Signature &scratch)
 {
 	if (t.detail)
 		return *t.detail->signature;
-	scratch.assign(1, SignatureRun{ t.basic, 1 });
+	scratch.assign(1, SignatureRun{ t.basic, 0, 1 });
 	return scratch;
 }
 

@@ -9,11 +9,19 @@
  * alone. librma keeps, per type:
  *  - a summary (size, lb, extent, true bounds, signature), set at
  *    construction, so queries work before commit;
- *  - at commit, the flattened form: the type map's bytes as a list of
- *    BlockRun (offset, length, and a stride and count for vector-like runs,
- *    which stay strides, never expanded), in type-map order, adjacent blocks
- *    merged; and overlapCount, the smallest count of the type whose entries
- *    overlap (a receive buffer may not have overlapping entries).
+ *  - at commit, the flattened form: the type map's bytes as a loop tree of
+ *    TypeNode in preorder (runs: blocks of one length at one stride; loops:
+ *    their body repeated at a stride), in type-map order, adjacent blocks
+ *    merged. Regular repetition (vector, subarray, nested strides) is never
+ *    expanded, so its size is O(type description), however many elements
+ *    it covers. A type that does not flatten within flattenNodeLimit()
+ *    nodes (an irregular one: millions of distinct displacements) is *lazy*:
+ *    no flattened form; the cursor walks its recipe (TypeDetail::items)
+ *    instead, so no type is refused for its size. And overlapCount, the
+ *    smallest count of the type whose entries overlap (a receive buffer may
+ *    not have overlapping entries).
+ *  - its signature likewise as a tree: runs of one basic type and repeats of
+ *    a sub-sequence, never expanded (Signature).
  *
  * The engine entry points for the data path (lib/win) are:
  *
@@ -111,21 +119,44 @@ enum class Combiner : int {
 	Resized = RMA_COMBINER_RESIZED,
 };
 
-/* @count blocks of @length bytes, block i at @offset + i * @stride. */
-struct BlockRun {
+/*
+ * One node of a flattened type, a loop tree stored in preorder:
+ *  - a run (body == 0): @count blocks of @length bytes, block i at
+ *    @offset + i * @stride;
+ *  - a loop (body > 0): the @body nodes that follow it (its body, itself
+ *    runs and loops), @count times, copy i shifted by @offset + i * @stride.
+ * Trivially copyable: accumulate records carry a target type's nodes to the
+ * target process.
+ */
+struct TypeNode {
 	rma_aint offset;
-	rma_aint stride; /* any sign; 0 when count == 1 */
-	rma_count length; /* > 0 */
+	rma_aint stride;  /* any sign; 0 when count == 1 */
 	rma_count count;  /* >= 1 */
+	rma_count length; /* run: > 0; loop: 0 */
+	uint32_t body;    /* loop: nodes in its body (> 0); run: 0 */
+	uint32_t reserved;
+
+	bool isLoop() const { return body != 0; }
 };
 
-/* @count consecutive basic elements of one @type: one run of a signature. */
+/*
+ * One node of a signature, a tree stored in preorder like TypeNode:
+ *  - a run (body == 0): @count consecutive basic elements of one @type;
+ *  - a repeat (body > 0, type None): the @body nodes that follow it,
+ *    @count (>= 2) times.
+ */
 struct SignatureRun {
 	BasicType type;
+	uint32_t body;
 	rma_count count;
+
+	bool isRepeat() const { return body != 0; }
 };
 
-/* A type signature, run-length encoded (adjacent runs have different types). */
+/*
+ * A type signature: runs (adjacent runs at one level have different types)
+ * and repeats, which are never expanded.
+ */
 using Signature = std::vector<SignatureRun>;
 
 /* "Never": the overlapCount of a type whose copies never overlap. */
@@ -179,7 +210,8 @@ struct TypeDetail {
 	rma_aint stride = 0;
 	/* Shared with dups and resized copies (equal pointers: equal signatures). */
 	std::shared_ptr<const Signature> signature;
-	std::vector<BlockRun> blocks; /* flattened at commit */
+	std::vector<TypeNode> nodes; /* flattened at commit (empty if lazy) */
+	bool lazy = false;           /* committed without a flattened form: walked from the recipe */
 	std::string name;
 };
 
@@ -252,25 +284,41 @@ inline rma_datatype predefinedHandle(const Datatype &t)
  * Build a new, uncommitted type from @args (see TypeArgs; every constructor
  * of MPI). Errors, with @call in the message: RMA_ERR_COUNT (negative count),
  * RMA_ERR_ARG (negative block length, bad subarray or order, sizes that
- * overflow), RMA_ERR_TYPE (a null type), RMA_ERR_NO_MEM (a signature or
- * block list beyond kMaxRuns).
+ * overflow), RMA_ERR_TYPE (a null type), RMA_ERR_NO_MEM (a signature of
+ * more than kMaxRuns nodes: only irregular ones, repeats are never expanded).
  */
 int buildType(const char *call, const TypeArgs &args, std::shared_ptr<Datatype> &out);
 
 /* A copy of @old made by rma_type_dup: same type map, committed if @old is. */
 int dupType(const char *call, const std::shared_ptr<Datatype> &old, std::shared_ptr<Datatype> &out);
 
-/* Flatten @t (once; a committed type is left alone). RMA_ERR_NO_MEM beyond kMaxRuns. */
+/*
+ * Flatten @t (once; a committed type is left alone). Never refused for its
+ * size: a type beyond flattenNodeLimit() nodes is committed lazy.
+ */
 int commitType(const char *call, Datatype &t);
 
-/* Limit on the runs of a signature or block list (a type beyond it is refused). */
+/*
+ * Limit on the nodes of a signature (a type beyond it is refused; repeats
+ * are never expanded, so only a signature with that many distinct runs is).
+ */
 inline constexpr size_t kMaxRuns = size_t(1) << 22;
+
+/*
+ * Limit on the nodes of a flattened type (beyond it the type is lazy).
+ * A reference to the process-wide value, so tests can lower it.
+ */
+size_t &flattenNodeLimit();
+inline constexpr size_t kDefaultFlattenNodeLimit = size_t(1) << 18;
 
 /* The signature of one element of @t (@scratch holds it for predefined basic types). */
 const Signature &signatureOf(const Datatype &t, Signature &scratch);
 
-/* The flattened blocks of one element of committed @t (@scratch: as signatureOf). */
-const std::vector<BlockRun> &blocksOf(const Datatype &t, std::vector<BlockRun> &scratch);
+/*
+ * The flattened nodes of one element of committed @t (@scratch: as
+ * signatureOf), or nullptr when @t is lazy (walked from its recipe).
+ */
+const std::vector<TypeNode> *nodesOf(const Datatype &t, std::vector<TypeNode> &scratch);
 
 /*
  * Element counting (rma_get_elements & co.): bytes of the first @elements
@@ -301,18 +349,24 @@ struct Footprint {
 /* The bytes [low, high) that @count x @t touches; saturates at the rma_aint range. */
 Footprint footprint(const Datatype &t, rma_count count);
 
-/* Walks the blocks of count x type in type-map order, cutting none. */
+/*
+ * Walks the blocks of count x type in type-map order, cutting none: a
+ * depth-first walk of the flattened loop tree (or, for a lazy type, of its
+ * recipe) with a small stack, O(1) a block. The current run (blocks of one
+ * length at one stride: the innermost level) is exposed to piecesOf() and
+ * skipPieces(), so copy loops take a run at a time.
+ */
 class BlockCursor
 {
 public:
 	/* @t must stay alive and committed while the cursor is used. */
 	BlockCursor(const Datatype &t, rma_count count);
 	/*
-	 * The same walk over a flattened block list given directly (one element's
-	 * @runs, copies @extent apart): how a type arrives from another process.
-	 * @runs must stay alive while the cursor is used.
+	 * The same walk over a flattened type given directly (one element's
+	 * @nnodes @nodes, copies @extent apart): how a type arrives from another
+	 * process. @nodes must stay alive while the cursor is used.
 	 */
-	BlockCursor(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count);
+	BlockCursor(const TypeNode *nodes, size_t nnodes, rma_aint extent, rma_count count);
 	BlockCursor(const BlockCursor &) = delete;
 	BlockCursor &operator=(const BlockCursor &) = delete;
 
@@ -338,10 +392,9 @@ public:
 	 */
 	rma_count piecesOf(rma_count length, rma_aint &stride) const
 	{
-		const BlockRun &r = runs_[run_];
-		if (left_ == r.length && r.length == length) {
-			stride = r.stride;
-			return r.count - block_;
+		if (left_ == runLength_ && runLength_ == length) {
+			stride = runStride_;
+			return runCount_ - block_;
 		}
 		stride = length;
 		return left_ / length;
@@ -350,10 +403,9 @@ public:
 	/* Move @n pieces of piecesOf(@length) on. */
 	void skipPieces(rma_count n, rma_count length)
 	{
-		const BlockRun &r = runs_[run_];
-		if (left_ == r.length && r.length == length) {
+		if (left_ == runLength_ && runLength_ == length) {
 			block_ += n - 1;
-			offset_ = base_ + r.offset + block_ * r.stride;
+			offset_ = runBase_ + block_ * runStride_;
 		} else {
 			offset_ += (n - 1) * length;
 			left_ -= (n - 1) * length;
@@ -362,37 +414,68 @@ public:
 	}
 
 private:
-	void init(const BlockRun *runs, size_t nruns, rma_aint extent, rma_count count);
+	/*
+	 * One level of the walk: the entries of a list (flattened nodes, or the
+	 * items of a recipe), @reps times @repStride apart (a recipe's repeat),
+	 * all of it @copies times @copyStride apart.
+	 */
+	struct Frame {
+		const TypeNode *nodes; /* a list of nodes, or nullptr: */
+		const TypeItem *items; /* a recipe's items */
+		size_t n;              /* entries in the list */
+		size_t i;              /* the next entry */
+		rma_count reps;
+		rma_count rep;
+		rma_aint repStride;
+		rma_count copies;
+		rma_count copy;
+		rma_aint copyStride;
+		rma_aint copyBase; /* of the current copy */
+		rma_aint base;     /* of the current repetition of the current copy */
+	};
+	static constexpr size_t kInlineFrames = 8;
+
+	void startNodes(const TypeNode *nodes, size_t nnodes, rma_aint extent, rma_count count);
+	void startRecipe(const Datatype &t, rma_count count);
+	Frame &push();
+	void pushNodes(const TypeNode *nodes, size_t n, rma_count copies, rma_aint stride, rma_aint base);
+	void pushRecipe(const Datatype &t, rma_count copies, rma_aint base);
+	void setRun(rma_aint base, rma_aint stride, rma_count count, rma_count length);
+	void nextRun(); /* the next run of the walk; done() at the end */
 	void nextBlock()
 	{
-		const BlockRun &r = runs_[run_];
-		if (++block_ < r.count) {
-			offset_ = base_ + r.offset + block_ * r.stride;
-			left_ = r.length;
+		if (++block_ < runCount_) {
+			offset_ = runBase_ + block_ * runStride_;
+			left_ = runLength_;
 			return;
 		}
-		block_ = 0;
-		if (++run_ == nruns_) {
-			if (copies_ == 0)
-				return; /* left_ stays 0: done */
-			--copies_;
-			base_ += extent_;
-			run_ = 0;
+		if (runsLeft_ > 0) { /* the next pass of a loop around this one run: no frame to visit */
+			--runsLeft_;
+			runBase_ += runsStride_;
+			block_ = 0;
+			offset_ = runBase_;
+			left_ = runLength_;
+			return;
 		}
-		offset_ = base_ + runs_[run_].offset;
-		left_ = runs_[run_].length;
+		nextRun();
 	}
 
-	const BlockRun *runs_ = nullptr;
-	size_t nruns_ = 0;
-	BlockRun single_{};  /* the whole count folded into one run, when it can be */
-	rma_aint extent_ = 0;
-	rma_count copies_ = 0; /* copies after the current one */
-	size_t run_ = 0;
+	/* The current run and block; runsLeft_ more copies of the run follow, runsStride_ apart. */
+	rma_aint runBase_ = 0;
+	rma_aint runStride_ = 0;
+	rma_count runCount_ = 0;
+	rma_count runLength_ = 0;
 	rma_count block_ = 0;
-	rma_aint base_ = 0;
+	rma_count runsLeft_ = 0;
+	rma_aint runsStride_ = 0;
 	rma_aint offset_ = 0;
 	rma_count left_ = 0;
+	/* The stack: frames_[0, depth_), inline up to kInlineFrames. */
+	Frame *frames_ = inline_;
+	size_t depth_ = 0;
+	size_t capacity_ = kInlineFrames;
+	std::unique_ptr<Frame[]> heap_;
+	Frame inline_[kInlineFrames];
 };
 
 /* Walks two layouts side by side: pieces contiguous on both sides. */

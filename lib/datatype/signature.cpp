@@ -11,54 +11,146 @@ namespace librma {
 
 namespace {
 
-/* The signature of a count of a type, one run at a time. */
+/* The basic elements in one pass over the signature nodes [@b, @e). */
+rma_count elementsOf(const SignatureRun *sig, size_t b, size_t e)
+{
+	rma_count n = 0;
+	for (size_t i = b; i < e; i += 1 + sig[i].body)
+		n += sig[i].isRepeat() ? sig[i].count * elementsOf(sig, i + 1, i + 1 + sig[i].body) : sig[i].count;
+	return n;
+}
+
+/*
+ * The signature of a count of a type, one run at a time: a depth-first walk
+ * of the signature tree, the count of copies being its outermost repeat.
+ */
 class SignatureStream
 {
 public:
+	/* One level of the walk: nodes [start, end) and the passes left after the current one. */
+	struct Frame {
+		size_t start;
+		size_t end;
+		rma_count repsLeft;
+	};
+
 	SignatureStream(const Datatype &t, rma_count copies)
 	{
-		sig_ = &signatureOf(t, scratch_);
-		if (copies <= 0 || sig_->empty())
+		const Signature *sig = &signatureOf(t, scratch_);
+		if (copies <= 0 || sig->empty())
 			return;
 		rma_count total;
-		if (sig_->size() == 1 && !__builtin_mul_overflow(sig_->front().count, copies, &total)) {
-			folded_.assign(1, SignatureRun{ sig_->front().type, total });
-			sig_ = &folded_;
+		if (sig->size() == 1 && !__builtin_mul_overflow(sig->front().count, copies, &total)) {
+			folded_.assign(1, SignatureRun{ sig->front().type, 0, total });
+			sig = &folded_;
 			copies = 1;
 		}
-		copiesLeft_ = copies - 1;
-		left_ = sig_->front().count;
+		sig_ = sig->data();
+		push(Frame{ 0, sig->size(), copies - 1 });
+		atStart_ = 0;
+		descend();
 	}
 	SignatureStream(const SignatureStream &) = delete;
 	SignatureStream &operator=(const SignatureStream &) = delete;
 
 	bool done() const { return left_ == 0; }
-	BasicType type() const { return (*sig_)[run_].type; }
+	BasicType type() const { return sig_[i_].type; }
 	rma_count left() const { return left_; }
 	/* At the first element of a copy of the type (not at the first copy's: the caller knows). */
-	bool atCopyStart() const { return run_ == 0 && left_ == sig_->front().count; }
+	bool atCopyStart() const { return atStart_ == 0 && left_ == sig_[i_].count; }
 
 	void advance(rma_count n)
 	{
 		left_ -= n;
-		if (left_ > 0)
+		if (left_ > 0) {
+			atStart_ = depth_;
 			return;
-		if (++run_ == sig_->size()) {
-			if (copiesLeft_ == 0)
-				return;
-			--copiesLeft_;
-			run_ = 0;
 		}
-		left_ = (*sig_)[run_].count;
+		++i_;
+		atStart_ = SIZE_MAX;
+		for (;;) {
+			Frame &f = frame(depth_ - 1);
+			if (i_ < f.end)
+				break;
+			if (f.repsLeft > 0) {
+				--f.repsLeft;
+				i_ = f.start;
+				atStart_ = depth_ - 1;
+				break;
+			}
+			if (--depth_ == 0)
+				return; /* left_ stays 0: done */
+		}
+		if (atStart_ == SIZE_MAX)
+			atStart_ = depth_;
+		descend();
+	}
+
+	/*
+	 * Skip whole passes that both streams would match trivially: when each
+	 * stands at the start of a pass over equal node lists, the passes left
+	 * of both can go together. @pos moves on by the elements skipped.
+	 */
+	static void skipEqualPasses(SignatureStream &a, SignatureStream &b, rma_count &pos)
+	{
+		if (a.done() || b.done() || a.atStart_ >= a.depth_ || b.atStart_ >= b.depth_)
+			return;
+		for (size_t x = a.atStart_; x < a.depth_; ++x) {
+			Frame &fa = a.frame(x);
+			if (fa.repsLeft == 0)
+				continue;
+			for (size_t y = b.atStart_; y < b.depth_; ++y) {
+				Frame &fb = b.frame(y);
+				if (fb.repsLeft == 0 || fa.end - fa.start != fb.end - fb.start)
+					continue;
+				const SignatureRun *na = a.sig_ + fa.start, *nb = b.sig_ + fb.start;
+				if (na != nb &&
+				    !std::equal(na, na + (fa.end - fa.start), nb, [](const SignatureRun &p, const SignatureRun &q) {
+					    return p.type == q.type && p.body == q.body && p.count == q.count;
+				    }))
+					continue;
+				rma_count k = std::min(fa.repsLeft, fb.repsLeft);
+				fa.repsLeft -= k;
+				fb.repsLeft -= k;
+				pos += k * elementsOf(a.sig_, fa.start, fa.end);
+				return;
+			}
+		}
 	}
 
 private:
+	static constexpr size_t kInlineFrames = 8;
+
+	Frame &frame(size_t k) { return k < kInlineFrames ? inline_[k] : more_[k - kInlineFrames]; }
+	void push(const Frame &f)
+	{
+		if (depth_ < kInlineFrames)
+			inline_[depth_] = f;
+		else if (depth_ - kInlineFrames < more_.size())
+			more_[depth_ - kInlineFrames] = f;
+		else
+			more_.push_back(f);
+		++depth_;
+	}
+	/* From node i_ down to the first run, entering repeats. */
+	void descend()
+	{
+		while (sig_[i_].isRepeat()) {
+			push(Frame{ i_ + 1, i_ + 1 + sig_[i_].body, sig_[i_].count - 1 });
+			++i_;
+		}
+		left_ = sig_[i_].count;
+	}
+
 	Signature scratch_;
 	Signature folded_;
-	const Signature *sig_ = nullptr;
-	size_t run_ = 0;
+	const SignatureRun *sig_ = nullptr;
+	size_t i_ = 0;
 	rma_count left_ = 0;
-	rma_count copiesLeft_ = 0;
+	size_t depth_ = 0;
+	size_t atStart_ = 0; /* the outermost frame at the start of whose pass the walk stands (depth_: none) */
+	Frame inline_[kInlineFrames];
+	std::vector<Frame> more_;
 };
 
 const char *basicName(BasicType b)
@@ -84,6 +176,7 @@ Match walk(const Datatype &stype, rma_count scount, const Datatype &rtype, rma_c
 	SignatureStream s(stype, scount);
 	SignatureStream r(rtype, rcount);
 	rma_count pos = 0;
+	SignatureStream::skipEqualPasses(s, r, pos);
 	while (!s.done()) {
 		if (r.done())
 			return Match::Truncated;
@@ -102,6 +195,7 @@ Match walk(const Datatype &stype, rma_count scount, const Datatype &rtype, rma_c
 			rma_count room = rtype.elements * rcount;
 			return sent <= room ? Match::Ok : Match::Truncated;
 		}
+		SignatureStream::skipEqualPasses(s, r, pos);
 	}
 	return Match::Ok;
 }
@@ -199,19 +293,61 @@ struct Prefix {
 	rma_count bytes;
 };
 
+/* The elements and bytes of one pass over the signature nodes [@b, @e). */
+Prefix totalOf(const SignatureRun *sig, size_t b, size_t e)
+{
+	Prefix p{ 0, 0 };
+	for (size_t i = b; i < e; i += 1 + sig[i].body) {
+		if (sig[i].isRepeat()) {
+			Prefix body = totalOf(sig, i + 1, i + 1 + sig[i].body);
+			p.elements += sig[i].count * body.elements;
+			p.bytes += sig[i].count * body.bytes;
+		} else {
+			p.elements += sig[i].count;
+			p.bytes += sig[i].count * kPredefinedTypes[static_cast<int>(sig[i].type)].size;
+		}
+	}
+	return p;
+}
+
+/*
+ * Extend @p over the nodes [@b, @e) while it stays within @elements and
+ * @bytes; true if the whole range fits. Repeats are taken a pass at a time
+ * (whole passes at once), so the work is O(signature nodes x depth).
+ */
+bool prefixOf(const SignatureRun *sig, size_t b, size_t e, rma_count elements, rma_count bytes, Prefix &p)
+{
+	for (size_t i = b; i < e; i += 1 + sig[i].body) {
+		const SignatureRun &r = sig[i];
+		if (!r.isRepeat()) {
+			rma_count size = kPredefinedTypes[static_cast<int>(r.type)].size;
+			rma_count n = std::min({ r.count, elements - p.elements, (bytes - p.bytes) / size });
+			p.elements += n;
+			p.bytes += n * size;
+			if (n < r.count)
+				return false;
+			continue;
+		}
+		Prefix pass = totalOf(sig, i + 1, i + 1 + r.body);
+		rma_count n = std::min({ r.count, (elements - p.elements) / pass.elements,
+					pass.bytes ? (bytes - p.bytes) / pass.bytes : r.count });
+		p.elements += n * pass.elements;
+		p.bytes += n * pass.bytes;
+		if (n < r.count) {
+			prefixOf(sig, i + 1, i + 1 + r.body, elements, bytes, p);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The longest prefix of one element of @t's signature within @elements basic elements and @bytes bytes. */
 Prefix signaturePrefix(const Datatype &t, rma_count elements, rma_count bytes)
 {
 	Prefix p{ 0, 0 };
 	Signature scratch;
-	for (const SignatureRun &r : signatureOf(t, scratch)) {
-		rma_count size = kPredefinedTypes[static_cast<int>(r.type)].size;
-		rma_count n = std::min({ r.count, elements - p.elements, (bytes - p.bytes) / size });
-		p.elements += n;
-		p.bytes += n * size;
-		if (n < r.count)
-			break;
-	}
+	const Signature &sig = signatureOf(t, scratch);
+	prefixOf(sig.data(), 0, sig.size(), elements, bytes, p);
 	return p;
 }
 

@@ -100,9 +100,10 @@
 namespace librma {
 
 /*
- * A record: this header, then nruns BlockRuns (the target type's flattened
- * runs; none when the target is contiguous), then the data: the origin's
- * elements packed (compare-and-swap: the compare value, then the origin's).
+ * A record: this header, then nruns TypeNodes (the target type's flattened
+ * form, loops and runs in preorder; none when the target is contiguous),
+ * then the data: the origin's elements packed (compare-and-swap: the
+ * compare value, then the origin's).
  */
 struct AccRecord {
 	uint64_t seq;
@@ -110,9 +111,9 @@ struct AccRecord {
 	uint64_t dataBytes;   /* of data in this record */
 	uint64_t skip;        /* data bytes of the target layout before this record's (a chunk) */
 	uint64_t replyOffset; /* fetch: where the old values go in the origin's reply area */
-	int64_t extent;       /* of the target type (runs repeat every extent) */
+	int64_t extent;       /* of the target type (its nodes repeat every extent) */
 	int64_t copies;       /* the target count */
-	uint32_t nruns;
+	uint32_t nruns;       /* TypeNodes after the header */
 	uint8_t op;
 	uint8_t elem;
 	uint8_t fetch;
@@ -338,8 +339,8 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	if (record.payload.size() < sizeof(h)) [[unlikely]]
 		return;
 	std::memcpy(&h, p, sizeof(h));
-	const auto *runs = reinterpret_cast<const BlockRun *>(p + sizeof(h));
-	const std::byte *data = p + sizeof(h) + h.nruns * sizeof(BlockRun);
+	const auto *runs = reinterpret_cast<const TypeNode *>(p + sizeof(h));
+	const std::byte *data = p + sizeof(h) + h.nruns * sizeof(TypeNode);
 	const uint32_t producer = record.producer;
 	std::byte *old = h.fetch ? accReplies_ + producer * kAccReplyBytes + h.replyOffset : nullptr;
 	std::byte *base = targets_[t].base + h.targetOffset;
@@ -354,7 +355,7 @@ void Window::applyRecord(int t, const MpscRecord &record)
 		const uint32_t eb = elemBytes(h.elem);
 		librma::compareAndSwap(h.elem, base, data, data + eb, old);
 	} else {
-		BlockRun whole{ 0, 0, static_cast<rma_count>(h.skip + h.dataBytes), 1 };
+		TypeNode whole{ 0, 0, 1, static_cast<rma_count>(h.skip + h.dataBytes), 0, 0 };
 		BlockCursor cursor = h.nruns ? BlockCursor(runs, h.nruns, h.extent, h.copies) : BlockCursor(&whole, 1, 0, 1);
 		for (uint64_t skip = h.skip; skip > 0 && !cursor.done();) {
 			rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(skip));
@@ -550,10 +551,10 @@ int Window::reserveReply(const char *call, size_t bytes, size_t &offset)
 }
 
 /* Queue one record for @t; spins (draining the ring itself) while the ring is full. */
-int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord &h, const BlockRun *runs,
+int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord &h, const TypeNode *runs,
 			const std::byte *data, size_t dataBytes)
 {
-	const size_t runBytes = h.nruns * sizeof(BlockRun);
+	const size_t runBytes = h.nruns * sizeof(TypeNode);
 	const size_t length = sizeof(AccRecord) + runBytes + dataBytes;
 	MpscClaim claim;
 	MpscStatus status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind, static_cast<uint32_t>(length), &claim);
@@ -739,22 +740,28 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes)
 {
 	const int t = a.target;
-	std::vector<BlockRun> scratch;
-	const BlockRun *runs = nullptr;
-	uint32_t nruns = 0;
-	if (!td.isContiguous()) {
-		const std::vector<BlockRun> &b = blocksOf(td, scratch);
-		runs = b.data();
-		nruns = static_cast<uint32_t>(b.size());
-	}
+	std::vector<TypeNode> scratch;
+	const TypeNode *runs = nullptr;
+	size_t nodes = 0;
 	const uint32_t eb = elemBytes(elem);
-	const size_t header = sizeof(AccRecord) + nruns * sizeof(BlockRun);
 	const size_t room = rings_[t].maxPayload();
+	if (!td.isContiguous()) {
+		const std::vector<TypeNode> *b = nodesOf(td, scratch);
+		if (!b)
+			return makeError(RMA_ERR_NOT_SUPPORTED,
+					 "%s: the target datatype %s is too irregular to flatten (more than %zu nodes of "
+					 "%zu bytes); an accumulate record carries at most %zu bytes of type description",
+					 call, td.name, flattenNodeLimit(), sizeof(TypeNode), room - sizeof(AccRecord));
+		runs = b->data();
+		nodes = b->size();
+	}
+	const uint32_t nruns = static_cast<uint32_t>(std::min<size_t>(nodes, UINT32_MAX));
+	const size_t header = sizeof(AccRecord) + nodes * sizeof(TypeNode);
 	if (header + eb > room)
 		return makeError(RMA_ERR_NOT_SUPPORTED,
-				 "%s: the target datatype %s flattens to %u blocks, more than one accumulate record "
-				 "carries (%zu bytes)",
-				 call, td.name, nruns, room);
+				 "%s: the target datatype %s flattens to %zu nodes (%zu bytes), more than one accumulate "
+				 "record carries (%zu bytes of type description)",
+				 call, td.name, nodes, nodes * sizeof(TypeNode), room - sizeof(AccRecord) - eb);
 	size_t chunk = (room - header) / eb * eb;
 	const bool fetch = rd != nullptr;
 	if (fetch)

@@ -48,7 +48,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 4;
+inline constexpr uint32_t kControlVersion = 5; /* 5: accumulate records carry TypeNodes */
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;

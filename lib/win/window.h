@@ -419,7 +419,7 @@ private:
 	int completeAccumulates(const char *call, int target); /* -1: every target */
 	void ringDoorbell(int target);
 	int reserveReply(const char *call, size_t bytes, size_t &offset);
-	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const BlockRun *runs,
+	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const TypeNode *runs,
 			const std::byte *data, size_t dataBytes);
 	int queueAccumulate(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
 			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);

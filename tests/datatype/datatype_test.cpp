@@ -59,9 +59,7 @@ void expectMatchesReference(rma_datatype t)
 	EXPECT_EQ(d->elements, static_cast<rma_count>(r.entries.size()));
 	/* The signature, run by run. */
 	librma::Signature scratch;
-	std::vector<int> sig;
-	for (const librma::SignatureRun &run : librma::signatureOf(*d, scratch))
-		sig.insert(sig.end(), run.count, static_cast<int>(run.type));
+	std::vector<int> sig = expandSignature(librma::signatureOf(*d, scratch));
 	std::vector<int> want;
 	for (const RefEntry &e : r.entries)
 		want.push_back(e.basic);

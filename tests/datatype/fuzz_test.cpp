@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "datatype/datatype.h"
 #include "datatype/type_fuzz.h"
 
 namespace {
@@ -29,6 +30,33 @@ TEST(DatatypeFuzz, RandomNestedTypesAgreeWithTheReference)
 			ADD_FAILURE() << "input " << i << ": " << err;
 		}
 	}
+}
+
+/*
+ * The same with the flattening limit lowered, so that types (all of them at
+ * 0, the larger ones at 1 and 3) are committed lazy and walked from their
+ * recipes, alone and inside flattened parents.
+ */
+TEST(DatatypeFuzz, LazyTypesWalkedFromTheirRecipesAgreeWithTheReference)
+{
+	size_t &limit = librma::flattenNodeLimit();
+	const size_t saved = limit;
+	for (size_t lowered : { size_t(0), size_t(1), size_t(3) }) {
+		limit = lowered;
+		std::mt19937_64 rng(20240611 + lowered);
+		int failures = 0;
+		for (int i = 0; i < kInputs / 4 && failures < 5; ++i) {
+			std::vector<uint8_t> input(16 + rng() % 112);
+			for (uint8_t &b : input)
+				b = static_cast<uint8_t>(rng());
+			std::string err = rmatest::fuzzTypes(input.data(), input.size());
+			if (!err.empty()) {
+				++failures;
+				ADD_FAILURE() << "limit " << lowered << ", input " << i << ": " << err;
+			}
+		}
+	}
+	limit = saved;
 }
 
 } /* namespace */

@@ -6,7 +6,9 @@
  */
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <climits>
+#include <cstddef>
 #include <string>
 
 #include <rma/rma.h>
@@ -308,6 +310,76 @@ TEST(Matching, LongPeriodsAreWalkedOnlyOnce)
 	OwnedType op3(p3);
 	EXPECT_EQ(put(p3, INT_MAX / 3, p, INT_MAX), RMA_SUCCESS);
 	EXPECT_EQ(errorClassOf(put(p, INT_MAX, p3, INT_MAX / 3)), RMA_ERR_TRUNCATE);
+}
+
+/*
+ * Issue 11 §1: repeated signatures stay (sub-signature, repeat), and
+ * matching them costs O(description), not O(elements).
+ */
+TEST(Matching, RepeatedStructSignaturesStayCompressedAndMatchAtOnce)
+{
+	/* 3 M copies of { int, double } in a vector: 6 M alternating elements, beyond kMaxRuns runs if expanded. */
+	OwnedType p = intAndDoubles(1);
+	constexpr int n = 3000000;
+	rma_datatype v, c, f;
+	ASSERT_EQ(rma_type_vector(n, 1, 2, p, &v), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_contiguous(n, p, &c), RMA_SUCCESS);
+	OwnedType ov(v), oc(c);
+	librma::Signature scratch;
+	const librma::Signature &sig = librma::signatureOf(engine(v), scratch);
+	ASSERT_EQ(sig.size(), 3u);
+	EXPECT_TRUE(sig[0].isRepeat());
+	EXPECT_EQ(sig[0].count, n);
+	EXPECT_EQ(engine(v).elements, 2 * rma_count(n));
+	/* { int, float }: the same shape, another signature. */
+	struct Q {
+		int i;
+		float x;
+	};
+	int lengths[] = { 1, 1 };
+	rma_aint disps[] = { offsetof(Q, i), offsetof(Q, x) };
+	rma_datatype types[] = { RMA_INT, RMA_FLOAT };
+	rma_datatype q, fv;
+	ASSERT_EQ(rma_type_create_struct(2, lengths, disps, types, &q), RMA_SUCCESS);
+	OwnedType oq(q);
+	ASSERT_EQ(rma_type_vector(n, 1, 1, q, &fv), RMA_SUCCESS);
+	OwnedType ofv(fv);
+	/* The last element differs: a vector of n - 1 pairs, then an { int, float }. */
+	rma_datatype head;
+	ASSERT_EQ(rma_type_vector(n - 1, 1, 2, p, &head), RMA_SUCCESS);
+	OwnedType ohead(head, false);
+	int slen[] = { 1, 1 };
+	rma_aint sdisp[] = { 0, 100 * rma_aint(n) };
+	rma_datatype stypes[] = { head, q };
+	ASSERT_EQ(rma_type_create_struct(2, slen, sdisp, stypes, &f), RMA_SUCCESS);
+	OwnedType of(f);
+
+	auto start = std::chrono::steady_clock::now();
+	rma_count bytes = 0;
+	EXPECT_EQ(put(v, 1, c, 1, bytes), RMA_SUCCESS);
+	EXPECT_EQ(bytes, rma_count(n) * 12);
+	EXPECT_EQ(put(c, 1, v, 1), RMA_SUCCESS);
+	EXPECT_EQ(put(v, 1, p, n), RMA_SUCCESS);
+	EXPECT_EQ(put(p, n, v, 1), RMA_SUCCESS);
+	EXPECT_EQ(put(p, n - 5, v, 1), RMA_SUCCESS);
+	EXPECT_EQ(errorClassOf(put(p, n + 1, v, 1)), RMA_ERR_TRUNCATE);
+	EXPECT_EQ(errorClassOf(put(v, 1, fv, 1)), RMA_ERR_TYPE);
+	/* The mismatch in the very last element is found, and named. */
+	int rc = put(v, 1, f, 1);
+	EXPECT_EQ(errorClassOf(rc), RMA_ERR_TYPE);
+	char msg[RMA_MAX_ERROR_STRING];
+	int len;
+	rma_error_string(rc, msg, &len);
+	EXPECT_NE(std::string(msg).find("basic element " + std::to_string(2 * rma_count(n) - 1)), std::string::npos)
+		<< msg;
+	EXPECT_EQ(put(f, 1, f, 1), RMA_SUCCESS);
+	using Ms = std::chrono::duration<double, std::milli>;
+	EXPECT_LT(Ms(std::chrono::steady_clock::now() - start).count(), 200.0)
+		<< "matching must skip equal repetitions, not walk 6 M elements";
+	/* Element counting walks the repeat a pass at a time. */
+	EXPECT_EQ(librma::bytesOfElements(engine(v), 2 * rma_count(n) - 1), rma_count(n) * 12 - 8);
+	EXPECT_EQ(librma::elementsInBytes(engine(v), rma_count(n - 1) * 12 + 4), 2 * rma_count(n) - 1);
+	EXPECT_EQ(librma::elementsInBytes(engine(v), rma_count(n - 1) * 12 + 5), -1);
 }
 
 } /* namespace */

@@ -6,6 +6,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -17,7 +18,7 @@
 #include "datatype/type_test_util.h"
 
 using namespace rmatest;
-using librma::BlockRun;
+using librma::TypeNode;
 using librma::Datatype;
 
 namespace {
@@ -149,8 +150,9 @@ TEST(Flatten, VectorStaysOneStridedRun)
 	rma_datatype t;
 	ASSERT_EQ(rma_type_vector(1024, 8, 16, RMA_DOUBLE, &t), RMA_SUCCESS);
 	OwnedType owned(t);
-	const auto &blocks = engine(t).detail->blocks;
+	const auto &blocks = engine(t).detail->nodes;
 	ASSERT_EQ(blocks.size(), 1u);
+	EXPECT_FALSE(blocks[0].isLoop());
 	EXPECT_EQ(blocks[0].offset, 0);
 	EXPECT_EQ(blocks[0].stride, 128);
 	EXPECT_EQ(blocks[0].length, 64);
@@ -158,19 +160,24 @@ TEST(Flatten, VectorStaysOneStridedRun)
 	EXPECT_FALSE(engine(t).isContiguous());
 }
 
-TEST(Flatten, SubarrayIsOneRunPerOuterRow)
+TEST(Flatten, SubarrayIsARunInALoop)
 {
 	int sizes[] = { 10, 20, 30 }, sub[] = { 4, 5, 6 }, starts[] = { 1, 2, 3 };
 	rma_datatype t;
 	ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_C, RMA_DOUBLE, &t), RMA_SUCCESS);
 	OwnedType owned(t);
-	const auto &blocks = engine(t).detail->blocks;
-	ASSERT_EQ(blocks.size(), 4u);
-	for (const BlockRun &r : blocks) {
-		EXPECT_EQ(r.count, 5);
-		EXPECT_EQ(r.length, 6 * 8);
-		EXPECT_EQ(r.stride, 30 * 8);
-	}
+	/* Rows of a plane: one run; the planes: a loop around it. */
+	const auto &nodes = engine(t).detail->nodes;
+	ASSERT_EQ(nodes.size(), 2u);
+	EXPECT_TRUE(nodes[0].isLoop());
+	EXPECT_EQ(nodes[0].body, 1u);
+	EXPECT_EQ(nodes[0].count, 4);
+	EXPECT_EQ(nodes[0].stride, 20 * 30 * 8);
+	const TypeNode &r = nodes[1];
+	EXPECT_FALSE(r.isLoop());
+	EXPECT_EQ(r.count, 5);
+	EXPECT_EQ(r.length, 6 * 8);
+	EXPECT_EQ(r.stride, 30 * 8);
 }
 
 TEST(Flatten, ContiguousLayoutsCollapseToOneBlock)
@@ -186,7 +193,7 @@ TEST(Flatten, ContiguousLayoutsCollapseToOneBlock)
 	OwnedType oa(a), ob(b), oi(inner, false), oc(c);
 	for (rma_datatype t : { a, b, c }) {
 		EXPECT_TRUE(engine(t).isContiguous());
-		EXPECT_EQ(engine(t).detail->blocks.size(), 1u);
+		EXPECT_EQ(engine(t).detail->nodes.size(), 1u);
 	}
 	/* lb does not move the data: a resized contiguous type with extent == size stays contiguous. */
 	rma_datatype r;
@@ -359,6 +366,235 @@ TEST(Overlap, UncommittedTargetIsRejected)
 	int len;
 	rma_error_string(rc, msg, &len);
 	EXPECT_NE(std::string(msg).find("not committed"), std::string::npos) << msg;
+}
+
+/* ---- Issue 11 §1: large regular types stay compressed, irregular ones go lazy ---- */
+
+/* Milliseconds since @start. */
+double msSince(std::chrono::steady_clock::time_point start)
+{
+	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(LargeTypes, NestedStrideSubarrayCommitsAsTwoNodes)
+{
+	/* The issue's type: 16 M single ints on two nested strides (16 and 48 bytes). */
+	int sizes[] = { 8000001, 3, 2, 2 }, sub[] = { 8000000, 2, 1, 1 }, starts[] = { 0, 0, 0, 0 };
+	rma_datatype t;
+	ASSERT_EQ(rma_type_create_subarray(4, sizes, sub, starts, RMA_ORDER_C, RMA_INT, &t), RMA_SUCCESS);
+	auto start = std::chrono::steady_clock::now();
+	ASSERT_EQ(rma_type_commit(&t), RMA_SUCCESS);
+	const double commitMs = msSince(start);
+	OwnedType owned(t, false);
+	const Datatype &d = engine(t);
+	EXPECT_EQ(d.size, rma_count(16000000) * 4);
+	/* O(description): a loop of 8 M around a run of 2 ints 16 bytes apart. */
+	ASSERT_FALSE(d.detail->lazy);
+	std::vector<TypeNode> scratch;
+	const std::vector<TypeNode> *nodes = librma::nodesOf(d, scratch);
+	ASSERT_NE(nodes, nullptr);
+	ASSERT_EQ(nodes->size(), 2u);
+	EXPECT_TRUE((*nodes)[0].isLoop());
+	EXPECT_EQ((*nodes)[0].count, 8000000);
+	EXPECT_EQ((*nodes)[0].stride, 48);
+	EXPECT_EQ((*nodes)[1].count, 2);
+	EXPECT_EQ((*nodes)[1].stride, 16);
+	EXPECT_EQ((*nodes)[1].length, 4);
+	EXPECT_EQ(d.overlapCount, librma::kNeverOverlaps);
+	EXPECT_LT(commitMs, 1000.0) << "commit must not walk the elements";
+	/* The signature: one run of 16 M ints. */
+	librma::Signature ss;
+	const librma::Signature &sig = librma::signatureOf(d, ss);
+	ASSERT_EQ(sig.size(), 1u);
+	EXPECT_EQ(sig[0].type, librma::BasicType::Int);
+	EXPECT_EQ(sig[0].count, 16000000);
+	rma_count bytes = 0;
+	start = std::chrono::steady_clock::now();
+	EXPECT_EQ(librma::matchSignatures("rma_put", engine(RMA_INT), 16000000, d, 1, true, bytes), RMA_SUCCESS);
+	EXPECT_EQ(bytes, rma_count(64000000));
+	EXPECT_EQ(errorClassOf(librma::matchSignatures("rma_put", engine(RMA_INT), 16000001, d, 1, true, bytes)),
+		  RMA_ERR_TRUNCATE);
+	EXPECT_LT(msSince(start), 100.0);
+	/* The walk starts and goes on where it should. */
+	std::vector<int64_t> first;
+	librma::forEachBlock(d, 1, 5 * 4, [&](rma_aint off, rma_count n) {
+		EXPECT_EQ(n, 4);
+		first.push_back(off);
+		return 0;
+	});
+	EXPECT_EQ(first, std::vector<int64_t>({ 0, 16, 48, 64, 96 }));
+	EXPECT_EQ(librma::footprint(d, 1).high, rma_aint(7999999) * 48 + 16 + 4);
+}
+
+TEST(LargeTypes, NestedStrideSubarrayCopiesAsTheReference)
+{
+	/* The same shape, small enough for the reference, with starts everywhere, and a Fortran one. */
+	int sizes[] = { 41, 3, 2, 2 }, sub[] = { 40, 2, 1, 1 }, starts[] = { 1, 1, 1, 0 };
+	for (int order : { RMA_ORDER_C, RMA_ORDER_FORTRAN }) {
+		int fsizes[] = { 2, 2, 3, 41 }, fsub[] = { 1, 1, 2, 40 }, fstarts[] = { 0, 1, 1, 1 };
+		bool c = order == RMA_ORDER_C;
+		rma_datatype t;
+		ASSERT_EQ(rma_type_create_subarray(4, c ? sizes : fsizes, c ? sub : fsub, c ? starts : fstarts, order,
+						   RMA_INT, &t),
+			  RMA_SUCCESS);
+		OwnedType owned(t);
+		const Datatype &d = engine(t);
+		EXPECT_LE(d.detail->nodes.size(), 2u);
+		RefType r = refOf(t);
+		for (rma_count count : { 1, 2 }) {
+			EXPECT_EQ(engineBytes(d, count, d.size * count), refBytes(r, count));
+			auto [lo, hi] = refFootprint(r, count);
+			std::vector<std::byte> src(d.size * count), dst(hi - lo), want(hi - lo, std::byte(0xee));
+			for (size_t k = 0; k < src.size(); ++k)
+				src[k] = std::byte(k * 7 + 1);
+			std::memset(dst.data(), 0xee, dst.size());
+			librma::copyTyped(dst.data() - lo, d, count, src.data(), engine(RMA_BYTE), d.size * count,
+					  d.size * count);
+			refCopy(want.data() - lo, r, count, src.data(), refOf(RMA_BYTE), d.size * count, d.size * count);
+			EXPECT_EQ(dst, want);
+		}
+	}
+}
+
+TEST(LargeTypes, RepeatedLayoutsBecomeOneLoop)
+{
+	/* 1000 copies of a 2-block vector at a regular displacement: one loop, not 1000 runs. */
+	rma_datatype v, x;
+	ASSERT_EQ(rma_type_vector(2, 1, 3, RMA_INT, &v), RMA_SUCCESS);
+	std::vector<int> disps(1000);
+	for (int i = 0; i < 1000; ++i)
+		disps[i] = 10 * i;
+	ASSERT_EQ(rma_type_create_indexed_block(1000, 1, disps.data(), v, &x), RMA_SUCCESS);
+	OwnedType ov(v), ox(x);
+	const auto &nodes = engine(x).detail->nodes;
+	ASSERT_EQ(nodes.size(), 2u);
+	EXPECT_EQ(nodes[0].count, 1000);
+	EXPECT_EQ(nodes[0].stride, 10 * 16); /* 10 extents of the vector */
+	/* Vectors of a struct with a gap: the struct's runs inside one loop, however many copies. */
+	rma_datatype s, vs;
+	int lengths[] = { 1, 1 };
+	rma_aint sdisps[] = { 0, 8 };
+	rma_datatype types[] = { RMA_INT, RMA_DOUBLE };
+	ASSERT_EQ(rma_type_create_struct(2, lengths, sdisps, types, &s), RMA_SUCCESS);
+	ASSERT_EQ(rma_type_vector(3000000, 1, 2, s, &vs), RMA_SUCCESS);
+	OwnedType os(s), ovs(vs);
+	EXPECT_EQ(engine(vs).detail->nodes.size(), 3u);
+	EXPECT_FALSE(engine(vs).detail->lazy);
+}
+
+/* An irregular indexed type: block i of 1 + i % 2 ints at 3 * i ints, @n blocks. */
+OwnedType irregularIndexed(int n, std::vector<int> &lengths, std::vector<int> &disps)
+{
+	lengths.resize(n);
+	disps.resize(n);
+	for (int i = 0; i < n; ++i) {
+		lengths[i] = 1 + i % 2;
+		disps[i] = 3 * i;
+	}
+	rma_datatype t;
+	EXPECT_EQ(rma_type_indexed(n, lengths.data(), disps.data(), RMA_INT, &t), RMA_SUCCESS);
+	return OwnedType(t);
+}
+
+TEST(LargeTypes, IrregularTypeBeyondTheLimitIsWalkedFromItsRecipe)
+{
+	constexpr int n = 5000000; /* 5 M distinct blocks: no two merge */
+	std::vector<int> lengths, disps;
+	auto start = std::chrono::steady_clock::now();
+	OwnedType t = irregularIndexed(n, lengths, disps);
+	const Datatype &d = engine(t);
+	ASSERT_TRUE(d.committed);
+	EXPECT_TRUE(d.detail->lazy);
+	EXPECT_TRUE(d.detail->nodes.empty());
+	std::vector<TypeNode> scratch;
+	EXPECT_EQ(librma::nodesOf(d, scratch), nullptr);
+	EXPECT_LT(msSince(start), 10000.0);
+	/* Packed and unpacked through the recipe walk. */
+	std::vector<int> in(size_t(3) * n), out(size_t(3) * n, -1);
+	for (size_t k = 0; k < in.size(); ++k)
+		in[k] = static_cast<int>(k);
+	const rma_count bytes = d.size;
+	ASSERT_EQ(bytes, rma_count(n / 2) * 3 * 4);
+	std::vector<int> packed(static_cast<size_t>(bytes / 4));
+	auto *p = reinterpret_cast<std::byte *>(packed.data());
+	librma::copyTyped(p, engine(RMA_BYTE), bytes, reinterpret_cast<const std::byte *>(in.data()), d, 1, bytes);
+	size_t k = 0;
+	bool ok = true;
+	for (int i = 0; i < n && ok; ++i)
+		for (int j = 0; j < lengths[i]; ++j)
+			ok &= packed[k++] == 3 * i + j;
+	EXPECT_TRUE(ok) << "packed data differ at " << k - 1;
+	librma::copyTyped(reinterpret_cast<std::byte *>(out.data()), d, 1, p, engine(RMA_BYTE), bytes, bytes);
+	ok = true;
+	for (size_t m = 0; m < out.size() && ok; ++m)
+		ok &= out[m] == (m % 3 < static_cast<size_t>(lengths[m / 3]) ? static_cast<int>(m) : -1);
+	EXPECT_TRUE(ok) << "unpacked data differ";
+	/* Its signature is one run of ints; in a vector it stays O(1) nodes, and flattens around it. */
+	librma::Signature ss;
+	EXPECT_EQ(librma::signatureOf(d, ss).size(), 1u);
+	rma_datatype v;
+	ASSERT_EQ(rma_type_vector(2, 1, 1, t, &v), RMA_SUCCESS);
+	OwnedType ov(v);
+	EXPECT_TRUE(engine(v).detail->lazy);
+	EXPECT_EQ(engine(v).size, 2 * d.size);
+	int blocks = 0;
+	rma_aint last = -1;
+	librma::forEachBlock(engine(v), 1, engine(v).size, [&](rma_aint off, rma_count) {
+		EXPECT_GT(off, last);
+		last = off;
+		++blocks;
+		return 0;
+	});
+	/* Block by block, in order (the recipe walk joins no blocks, not even the two that touch across copies). */
+	EXPECT_EQ(blocks, 2 * n);
+}
+
+TEST(LargeTypes, LazyTypesAgreeWithTheReference)
+{
+	/* The zoo's shapes with the limit at 0: every derived type is walked from its recipe. */
+	size_t &limit = librma::flattenNodeLimit();
+	const size_t saved = limit;
+	limit = 0;
+	rma_datatype v, s;
+	ASSERT_EQ(rma_type_vector(3, 2, -5, RMA_INT, &v), RMA_SUCCESS);
+	int sizes[] = { 4, 3, 5 }, sub[] = { 2, 2, 3 }, starts[] = { 1, 0, 2 };
+	ASSERT_EQ(rma_type_create_subarray(3, sizes, sub, starts, RMA_ORDER_C, v, &s), RMA_SUCCESS);
+	OwnedType ov(v), os(s);
+	limit = saved;
+	for (rma_datatype t : { v, s }) {
+		ASSERT_TRUE(engine(t).detail->lazy);
+		RefType r = refOf(t);
+		for (rma_count count : { 1, 3 })
+			EXPECT_EQ(engineBytes(engine(t), count, engine(t).size * count), refBytes(r, count));
+	}
+}
+
+TEST(LargeTypes, DeepNestingWalksBeyondTheInlineStack)
+{
+	/* 12 levels of vectors whose strides never merge: 12 nested loops, or 12 recipe levels when lazy. */
+	size_t &limit = librma::flattenNodeLimit();
+	const size_t saved = limit;
+	for (size_t lowered : { saved, size_t(0) }) {
+		limit = lowered;
+		std::vector<OwnedType> levels;
+		rma_datatype cur = RMA_SHORT;
+		for (int k = 0; k < 12; ++k) {
+			rma_datatype next;
+			ASSERT_EQ(rma_type_vector(2, 1, 3, cur, &next), RMA_SUCCESS);
+			levels.emplace_back(next, false);
+			cur = next;
+		}
+		ASSERT_EQ(rma_type_commit(&cur), RMA_SUCCESS);
+		limit = saved;
+		const Datatype &d = engine(cur);
+		EXPECT_EQ(d.detail->lazy, lowered == 0);
+		if (lowered != 0) {
+			EXPECT_EQ(d.detail->nodes.size(), 12u);
+		}
+		RefType r = refOf(cur);
+		for (rma_count count : { 1, 2 })
+			EXPECT_EQ(engineBytes(d, count, d.size * count), refBytes(r, count)) << lowered;
+	}
 }
 
 } /* namespace */

@@ -49,6 +49,26 @@ private:
 	rma_datatype h_ = RMA_DATATYPE_NULL;
 };
 
+/* The basic types of a signature (its repeats expanded), as handle indices. */
+inline void expandSignature(const librma::Signature &sig, size_t begin, size_t end, std::vector<int> &out)
+{
+	for (size_t i = begin; i < end; i += 1 + sig[i].body) {
+		if (!sig[i].isRepeat()) {
+			out.insert(out.end(), static_cast<size_t>(sig[i].count), static_cast<int>(sig[i].type));
+			continue;
+		}
+		for (rma_count k = 0; k < sig[i].count; ++k)
+			expandSignature(sig, i + 1, i + 1 + sig[i].body, out);
+	}
+}
+
+inline std::vector<int> expandSignature(const librma::Signature &sig)
+{
+	std::vector<int> out;
+	expandSignature(sig, 0, sig.size(), out);
+	return out;
+}
+
 /* The engine's type behind a valid handle. */
 inline librma::Datatype &engine(rma_datatype h)
 {

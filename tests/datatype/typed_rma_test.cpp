@@ -20,6 +20,8 @@
 
 #include <rma/rma.h>
 
+#include "datatype/datatype.h"
+
 #include "datatype/type_test_util.h"
 #include "support/multiproc.h"
 #include "win/window_test_util.h"
@@ -310,5 +312,103 @@ TEST(TypedRmaErrors, FailuresAreReportedAtTheOriginAndWriteNothing)
 			EXPECT_EQ(rma_type_free(t), RMA_SUCCESS);
 	});
 }
+
+/*
+ * Issue 11 §1: a 4-D subarray of single ints on two nested strides, the
+ * issue's shape with a smaller first dimension (sizes kRows+1 x 3 x 2 x 2,
+ * subsizes kRows x 2 x 1 x 1): put, get and accumulate with it as the target
+ * type move exactly its elements. Flattened (two nodes) and, with the
+ * flattening limit at 0, lazy (walked from its recipe): then put and get
+ * still work, and an accumulate, whose record must carry the flattened
+ * form, is refused with RMA_ERR_NOT_SUPPORTED.
+ */
+class NestedStrideRma : public ::testing::TestWithParam<std::tuple<Kind, bool>>
+{
+};
+
+TEST_P(NestedStrideRma, SubarrayOfSingleIntsMovesExactlyItsElements)
+{
+	auto [kind, lazy] = GetParam();
+	constexpr int kRows = 100000;
+	constexpr int kElements = 2 * kRows;
+	constexpr size_t kInts = size_t(kRows + 1) * 3 * 2 * 2;
+	int status = runRanks(2, [&, kind = kind, lazy = lazy](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		int rank;
+		rma_comm_rank(RMA_COMM_WORLD, &rank);
+		const int peer = 1 - rank;
+		TestWindow w;
+		ASSERT_TRUE(makeWindow(kind, kInts * sizeof(int), sizeof(int), w));
+		auto *local = reinterpret_cast<int *>(w.local);
+		std::fill(local, local + kInts, -1);
+
+		int sizes[] = { kRows + 1, 3, 2, 2 }, sub[] = { kRows, 2, 1, 1 }, starts[] = { 1, 1, 1, 1 };
+		rma_datatype t;
+		ASSERT_EQ(rma_type_create_subarray(4, sizes, sub, starts, RMA_ORDER_C, RMA_INT, &t), RMA_SUCCESS);
+		size_t &limit = librma::flattenNodeLimit();
+		const size_t saved = limit;
+		if (lazy)
+			limit = 0;
+		ASSERT_EQ(rma_type_commit(&t), RMA_SUCCESS);
+		limit = saved;
+		const librma::Datatype &d = engine(t);
+		ASSERT_EQ(d.detail->lazy, lazy);
+		if (!lazy) {
+			EXPECT_EQ(d.detail->nodes.size(), 2u);
+		}
+
+		/* Where element k of the type lies, in ints from the window start (C order, starts 1). */
+		auto at = [](int k) { return ((size_t(1 + k / 2) * 3 + 1 + k % 2) * 2 + 1) * 2 + 1; };
+		std::vector<int> origin(kElements);
+		for (int k = 0; k < kElements; ++k)
+			origin[k] = rank * 10000000 + k;
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(origin.data(), kElements, RMA_INT, peer, 0, 1, t, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		std::vector<int> want(kInts, -1);
+		for (int k = 0; k < kElements; ++k)
+			want[at(k)] = peer * 10000000 + k;
+		ASSERT_TRUE(std::equal(want.begin(), want.end(), local)) << "the put wrote other ints than its elements";
+
+		std::vector<int> back(kElements, -1);
+		ASSERT_EQ(rma_get(back.data(), kElements, RMA_INT, peer, 0, 1, t, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		ASSERT_EQ(back, origin);
+
+		std::vector<int> ones(kElements, 1);
+		int rc = rma_accumulate(ones.data(), kElements, RMA_INT, peer, 0, 1, t, RMA_SUM, w.win);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		/* A directly reached target takes the ring, whose records carry the flattened form. */
+		if (lazy && kind == Kind::Allocate) {
+			EXPECT_NE(rc, RMA_SUCCESS);
+		}
+		if (lazy && rc != RMA_SUCCESS) {
+			/* A lazy type has none (the origin's locked path for cross-memory targets needs none). */
+			EXPECT_EQ(errorClassOf(rc), RMA_ERR_NOT_SUPPORTED);
+			char msg[RMA_MAX_ERROR_STRING];
+			int len;
+			rma_error_string(rc, msg, &len);
+			EXPECT_NE(std::string(msg).find("too irregular to flatten"), std::string::npos) << msg;
+		} else {
+			ASSERT_EQ(rc, RMA_SUCCESS);
+			for (int k = 0; k < kElements; ++k)
+				++want[at(k)];
+			ASSERT_TRUE(std::equal(want.begin(), want.end(), local))
+				<< "the accumulate wrote other ints than its elements";
+		}
+		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
+		EXPECT_EQ(rma_type_free(&t), RMA_SUCCESS);
+		freeWindow(w);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, NestedStrideRma,
+			 ::testing::Combine(::testing::Values(Kind::Allocate, Kind::CreatePlain), ::testing::Bool()),
+			 [](const ::testing::TestParamInfo<std::tuple<Kind, bool>> &info) {
+				 return std::string(kindName(std::get<0>(info.param))) +
+					(std::get<1>(info.param) ? "_lazy" : "_flattened");
+			 });
 
 } /* namespace */
