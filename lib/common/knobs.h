@@ -57,6 +57,7 @@ inline bool directory(const char *v)
 
 inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" }); }
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
+inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
 
 } /* namespace knobs */
 
@@ -72,6 +73,10 @@ inline constexpr Knob kKnobs[] = {
 	{ "RMA_NO_MEMBARRIER", "0 or 1", "0",
 	  "1 behaves as a kernel without membarrier(): no plain mode, origin atomics and the atomic ring only",
 	  knobs::boolean },
+	{ "RMA_SPIN", "auto, spin or yield", "auto",
+	  "how waits poll: spin (a pause loop before yielding), yield (yield right after a few polls: for more "
+	  "ranks than CPUs), auto (yield when the job has more ranks than the host has CPUs)",
+	  knobs::spin },
 	{ "RMA_NO_PIDFD", "0 or 1", "0",
 	  "1 makes rmarun watch its ranks through SIGCHLD alone, as on a kernel without pidfd_open", knobs::boolean },
 	{ "RMA_LAUNCHER_MAX_MIB", "a number of MiB", "1024",

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/knobs.h"
+#include "common/spin_wait.h"
 #include "common/cache.h"
 #include "error/error.h"
 #include "shm/segment.h"
@@ -360,6 +361,18 @@ int initRuntime()
 	rt.bootstrap = std::move(boot.value());
 	int rank = rt.bootstrap->rank();
 	int size = rt.bootstrap->size();
+	/*
+	 * Every rank of the job shares this host today: more of them than
+	 * online CPUs means a waiter's spinning takes the CPU from the rank
+	 * it waits for. RMA_SPIN=yield|spin overrides the guess.
+	 */
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		bool over = cpus > 0 && size > cpus;
+		if (const char *spin = knobValue("RMA_SPIN"); spin && std::strcmp(spin, "auto"))
+			over = !std::strcmp(spin, "yield");
+		SpinWait::setOversubscribed(over);
+	}
 
 	auto fatal = predefinedHandler(Errhandler::Kind::Fatal);
 	rt.errhandlers.setPredefined(1, fatal);
