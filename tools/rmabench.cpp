@@ -171,6 +171,10 @@ void addLaunchOptions(CLI::App &app, LaunchOptions &lo, bool compare)
 		->delimiter(',');
 	app.add_option("--stat", lo.stat, "compare: mean (default, as OSU) | median | min of each row")
 		->check(CLI::IsMember({ "mean", "median", "min" }));
+	app.add_option("--alternate", lo.alternate,
+		       "compare: N rounds of librma and each MPI in turn; prints each one's median, min and max "
+		       "over the rounds and the ratio of medians (default 1)")
+		->check(CLI::Range(1, 1000));
 	app.add_option("--format", lo.format, "compare: table | csv | json (default table)");
 	app.add_option("--plot", lo.plot, "compare: draw every run against message size (FILE.svg)");
 }

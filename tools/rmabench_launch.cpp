@@ -5,6 +5,7 @@
  */
 #include "rmabench_launch.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -221,36 +222,53 @@ int compare(const LaunchOptions &lo)
 	LaunchOptions jl = lo;
 	jl.args.push_back("--format");
 	jl.args.push_back("json");
-	std::vector<Run> runs;
-	std::vector<std::string> failed;
 	std::vector<std::string> names = { "librma" };
 	names.insert(names.end(), mpis.begin(), mpis.end());
-	for (const auto &name : names) {
-		auto argv = name == "librma" ? rmarunCommand(jl) : mpiCommand(name, jl);
-		if (argv.empty()) {
-			std::fprintf(stderr, "rmabench: rmarun is neither next to rmabench nor on PATH\n");
-			return 127;
+	/*
+	 * Rounds of one run per backend, in turn, so that a noisy stretch of
+	 * a shared machine hits every backend alike; each backend's figure is
+	 * then the median over the rounds.
+	 */
+	const int rounds = std::max(1, lo.alternate);
+	std::vector<std::vector<Run>> byBackend(names.size());
+	std::vector<std::string> failed;
+	for (int round = 0; round < rounds; ++round) {
+		for (size_t b = 0; b < names.size(); ++b) {
+			const std::string &name = names[b];
+			auto argv = name == "librma" ? rmarunCommand(jl) : mpiCommand(name, jl);
+			if (argv.empty()) {
+				std::fprintf(stderr, "rmabench: rmarun is neither next to rmabench nor on PATH\n");
+				return 127;
+			}
+			std::string out;
+			int status = run(argv, &out);
+			Run r;
+			std::string err;
+			/* The JSON is the last line a job prints on stdout. */
+			std::string last;
+			std::stringstream lines(out);
+			for (std::string line; std::getline(lines, line);)
+				if (!line.empty() && line[0] == '{')
+					last = line;
+			if (status != 0 || !parseJson(last, r, err)) {
+				std::fprintf(stderr, "rmabench: compare: the %s job failed (status %d)%s%s\n", name.c_str(),
+					     status, err.empty() ? "" : ": ", err.c_str());
+				failed.push_back(name);
+				continue;
+			}
+			byBackend[b].push_back(std::move(r));
 		}
-		std::string out;
-		int status = run(argv, &out);
-		Run r;
-		std::string err;
-		/* The JSON is the last line a job prints on stdout. */
-		std::string last;
-		std::stringstream lines(out);
-		for (std::string line; std::getline(lines, line);)
-			if (!line.empty() && line[0] == '{')
-				last = line;
-		if (status != 0 || !parseJson(last, r, err)) {
-			std::fprintf(stderr, "rmabench: compare: the %s job failed (status %d)%s%s\n", name.c_str(), status,
-				     err.empty() ? "" : ": ", err.c_str());
-			failed.push_back(name);
-			continue;
-		}
-		runs.push_back(std::move(r));
 	}
-	if (runs.empty() || runs[0].backend != "librma")
+	if (byBackend[0].empty())
 		return 1;
+	/* The first run of each backend that ran: headers, and the rows' sizes. */
+	std::vector<Run> runs;
+	std::vector<const std::vector<Run> *> series;
+	for (const auto &v : byBackend)
+		if (!v.empty()) {
+			runs.push_back(v.front());
+			series.push_back(&v);
+		}
 
 	const Run &base = runs[0];
 	const bool higher = higherIsBetter(base.unit);
@@ -260,20 +278,51 @@ int compare(const LaunchOptions &lo)
 		const Row &row = r.rows[k];
 		return lo.stat == "median" ? row.median : lo.stat == "min" ? row.min : row.mean;
 	};
+	/* min, median, max over the rounds of backend @i, row @k. */
+	struct Spread {
+		double min = 0, median = 0, max = 0;
+	};
+	auto spread = [&](size_t i, size_t k) {
+		std::vector<double> v;
+		for (const Run &r : *series[i])
+			if (double x = value(r, k); x > 0)
+				v.push_back(x);
+		Spread s;
+		if (v.empty())
+			return s;
+		std::sort(v.begin(), v.end());
+		s.min = v.front();
+		s.max = v.back();
+		s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+		return s;
+	};
 	if (lo.format == "json") {
-		/* JSON lines: one run per line, librma first (what rmabench plot reads). */
-		for (const Run &r : runs)
-			printJson(stdout, r);
+		/* JSON lines: every run, librma's first (what rmabench plot reads). */
+		for (const auto *v : series)
+			for (const Run &r : *v)
+				printJson(stdout, r);
 	} else if (lo.format == "csv") {
 		std::printf("size,librma");
-		for (size_t i = 1; i < runs.size(); ++i)
-			std::printf(",%s,librma_over_%s", runs[i].backend.c_str(), runs[i].backend.c_str());
+		if (rounds > 1)
+			std::printf(",librma_min,librma_max");
+		for (size_t i = 1; i < runs.size(); ++i) {
+			std::printf(",%s", runs[i].backend.c_str());
+			if (rounds > 1)
+				std::printf(",%s_min,%s_max", runs[i].backend.c_str(), runs[i].backend.c_str());
+			std::printf(",librma_over_%s", runs[i].backend.c_str());
+		}
 		std::printf(",unit\n");
 		for (size_t k = 0; k < base.rows.size(); ++k) {
-			std::printf("%ld,%.4f", base.rows[k].size, value(base, k));
+			Spread own = spread(0, k);
+			std::printf("%ld,%.4f", base.rows[k].size, own.median);
+			if (rounds > 1)
+				std::printf(",%.4f,%.4f", own.min, own.max);
 			for (size_t i = 1; i < runs.size(); ++i) {
-				double m = value(runs[i], k);
-				std::printf(",%.4f,%.6g", m, m > 0 ? value(base, k) / m : 0.0);
+				Spread m = spread(i, k);
+				std::printf(",%.4f", m.median);
+				if (rounds > 1)
+					std::printf(",%.4f,%.4f", m.min, m.max);
+				std::printf(",%.6g", m.median > 0 ? own.median / m.median : 0.0);
 			}
 			std::printf(",%s\n", base.unit.c_str());
 		}
@@ -290,15 +339,31 @@ int compare(const LaunchOptions &lo)
 				    runs[i].get("binding").c_str());
 		std::printf("# %s %s (%s); librma/MPI %s 1 means librma is faster\n", lo.stat.c_str(), base.unit.c_str(),
 			    lo.stat == "mean" ? "as OSU" : "of the block times", higher ? ">" : "<");
+		if (rounds > 1)
+			std::printf("# %d alternating rounds: each figure is the median over the rounds [min-max], the "
+				    "ratio is of the medians\n",
+				    rounds);
 		std::printf("%-10s %12s", "# Size", "librma");
-		for (size_t i = 1; i < runs.size(); ++i)
-			std::printf(" %12s %14s", label(runs[i].backend).c_str(), ("librma/" + runs[i].backend).c_str());
+		if (rounds > 1)
+			std::printf(" %19s", "[min-max]");
+		for (size_t i = 1; i < runs.size(); ++i) {
+			std::printf(" %12s", label(runs[i].backend).c_str());
+			if (rounds > 1)
+				std::printf(" %19s", "[min-max]");
+			std::printf(" %14s", ("librma/" + runs[i].backend).c_str());
+		}
 		std::printf("\n");
 		for (size_t k = 0; k < base.rows.size(); ++k) {
-			std::printf("%-10ld %12.3f", base.rows[k].size, value(base, k));
+			Spread own = spread(0, k);
+			std::printf("%-10ld %12.3f", base.rows[k].size, own.median);
+			if (rounds > 1)
+				std::printf(" [%8.3f-%8.3f]", own.min, own.max);
 			for (size_t i = 1; i < runs.size(); ++i) {
-				double m = value(runs[i], k);
-				std::printf(" %12.3f %14.4g", m, m > 0 ? value(base, k) / m : 0.0);
+				Spread m = spread(i, k);
+				std::printf(" %12.3f", m.median);
+				if (rounds > 1)
+					std::printf(" [%8.3f-%8.3f]", m.min, m.max);
+				std::printf(" %14.4g", m.median > 0 ? own.median / m.median : 0.0);
 			}
 			std::printf("\n");
 		}

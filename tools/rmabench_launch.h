@@ -28,6 +28,7 @@ struct LaunchOptions {
 	std::string format = "table";
 	std::string plot;
 	std::string stat = "mean"; /* compare: mean | median | min of each row */
+	int alternate = 1;         /* compare: rounds of librma, MPI, MPI, ... runs, interleaved */
 	std::string flavor = "allocate"; /* the test's window flavor (Open MPI's osc choice) */
 	/* The test and its options, passed on to each job unchanged. */
 	std::vector<std::string> args;

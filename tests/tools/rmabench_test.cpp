@@ -512,6 +512,31 @@ TEST_P(RmabenchMpiTest, CompareRunsBothAndPrintsRatios)
 	ASSERT_EQ(ls.size(), 3u) << r.out;
 	EXPECT_EQ(ls[0], "size,librma," + mpi_ + ",librma_over_" + mpi_ + ",unit");
 
+	/* --alternate: rounds in turn; each figure is a median over them, with its spread. */
+	r = runCommand(with({ tool("rmabench"), "compare", "--alternate", "3", "--mpi", mpi_, "--bind", "none",
+			      "--stat", "median", "put_latency", "--format", "csv" },
+			    kShort),
+		       180);
+	ASSERT_EQ(r.status, 0) << r.err;
+	ls = lines(r.out);
+	ASSERT_EQ(ls.size(), 3u) << r.out;
+	EXPECT_EQ(ls[0], "size,librma,librma_min,librma_max," + mpi_ + "," + mpi_ + "_min," + mpi_ + "_max,librma_over_" +
+				 mpi_ + ",unit");
+	for (size_t row = 1; row < 3; ++row) {
+		std::vector<double> v;
+		std::stringstream in(ls[row]);
+		for (std::string f; std::getline(in, f, ',');)
+			v.push_back(std::strtod(f.c_str(), nullptr));
+		ASSERT_EQ(v.size(), 9u) << ls[row];
+		EXPECT_LE(v[2], v[1]) << "min <= median: " << ls[row];
+		EXPECT_LE(v[1], v[3]) << "median <= max: " << ls[row];
+		EXPECT_LE(v[5], v[4]) << ls[row];
+		EXPECT_LE(v[4], v[6]) << ls[row];
+		EXPECT_NEAR(v[7], v[1] / v[4], 0.05 * v[7] + 1e-3) /* the columns are rounded */ << "the ratio is of the medians: " << ls[row];
+	}
+	r = runCommand(with({ tool("rmabench"), "compare", "--alternate", "0", "put_latency" }, kShort), 30);
+	EXPECT_EQ(r.status, 2);
+
 	/* --format json: one run per line, librma first, which rmabench plot reads back. */
 	r = runCommand(with({ tool("rmabench"), "compare", "--mpi", mpi_, "--bind", "none", "get_latency", "--format",
 			      "json" },
