@@ -18,21 +18,27 @@
  * a target updates that target's word with atomic read-modify-writes.
  *
  * Lock protocol (passive target, no call from the target process):
- *   LockWord of target t, 64 bits:  [63..48] exclusive holder rank + 1 (0: none)
- *                                   [47..32] exclusive waiters
+ *   lock word of target t, 64 bits: [63..48] exclusive holder rank + 1 (0: none)
  *                                   [31..0]  shared holders
+ *   waiters of target t (same line): exclusive lockers waiting for t
+ *   GlobalLocks.word:               [63..32] exclusive lockers waiting
+ *                                   [31..0]  lock_all holders
  *   shared:    CAS +1 while holder and waiters are 0 (writer preference: a
  *              stream of shared lockers cannot starve an exclusive one);
  *              release: fetch_sub 1.
- *   exclusive: GlobalLocks.exclusive += 1 and wait for GlobalLocks.lockAll
- *              to drain (lock_all holds a shared lock on every target at
- *              once); then waiters += 1 on t, and CAS (waiters - 1, holder
- *              = me + 1) once shared holders and holder are 0; release:
- *              clear the holder, then GlobalLocks.exclusive -= 1.
- *   lock_all:  CAS GlobalLocks.lockAll += 1 while GlobalLocks.exclusive is
- *              0: one atomic, whatever the number of ranks.
- * Every acquiring RMW is acquire and every releasing one is release: they
- * order the RMA stores of successive lock holders.
+ *   exclusive: CAS the word 0 -> holder, then load GlobalLocks: no lock_all
+ *              holder, done (one locked instruction); else store 0 back
+ *              and take the slow path (waiters += 1, GlobalLocks waiting
+ *              += 1, retry the same until it holds). Release: store 0 (no
+ *              one else writes a held word).
+ *   lock_all:  CAS GlobalLocks lock_all += 1 while no exclusive locker
+ *              waits, then scan every target's word: an exclusive holder
+ *              makes it step back (-= 1), wait for that word, and retry.
+ *              The exclusive CAS-then-load and lock_all's RMW-then-scan
+ *              are seq_cst: a Dekker pair, one of the two always sees the
+ *              other.
+ * Every acquiring operation is acquire (or seq_cst) and every releasing
+ * one release: they order the RMA stores of successive lock holders.
  */
 #pragma once
 
@@ -48,7 +54,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 5; /* 5: accumulate records carry TypeNodes */
+inline constexpr uint32_t kControlVersion = 6; /* 6: exclusive locks of one locked instruction */
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -59,7 +65,7 @@ struct alignas(kFalseSharingPad) ControlHeader {
 };
 static_assert(sizeof(ControlHeader) == kFalseSharingPad);
 
-/* The window-wide word behind lock_all: [63..32] exclusive lockers active, [31..0] lock_all holders. */
+/* The window-wide word behind lock_all: [63..32] exclusive lockers waiting, [31..0] lock_all holders. */
 struct alignas(kFalseSharingPad) GlobalLocks {
 	std::atomic<uint64_t> word;
 };
@@ -73,6 +79,8 @@ struct alignas(kFalseSharingPad) RankSlot {
 	std::atomic<uint64_t> barrier;
 	/* The lock word of this rank as a target (see the protocol above); on its own line. */
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
+	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */
+	std::atomic<uint64_t> waiters;
 };
 static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
 static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
@@ -81,8 +89,6 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 namespace lockword {
 inline constexpr uint64_t kShared = 1;
 inline constexpr uint64_t kSharedMask = 0xffffffffull;
-inline constexpr uint64_t kWaiter = 1ull << 32;
-inline constexpr uint64_t kWaiterMask = 0xffffull << 32;
 inline constexpr int kHolderShift = 48;
 inline constexpr uint64_t kHolderMask = 0xffffull << 48;
 inline constexpr uint64_t kMaxRanks = 0xffff - 1;

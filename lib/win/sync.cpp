@@ -153,50 +153,59 @@ int Window::checkCanOpen(const char *call, bool conflict) const
 int Window::acquireLock(const char *call, int target, bool exclusive)
 {
 	std::atomic<uint64_t> &word = slots_[target].lock;
+	std::atomic<uint64_t> &waiters = slots_[target].waiters;
 	if (!exclusive)
-		return waitUntil(call, "a shared lock", -1, [&word] {
+		return waitUntil(call, "a shared lock", -1, [&word, &waiters] {
 			uint64_t v = word.load(std::memory_order_relaxed);
 			/*
-			 * Acquire on success: pairs with the release in
-			 * releaseLock() of the last exclusive holder.
+			 * Writer preference: no new shared holder while an
+			 * exclusive locker waits (relaxed: a hint; exclusion
+			 * itself is the CAS). Acquire on success: pairs with
+			 * the release store in releaseLock() of the last
+			 * exclusive holder.
 			 */
-			return (v & (lockword::kHolderMask | lockword::kWaiterMask)) == 0 &&
+			return (v & lockword::kHolderMask) == 0 && waiters.load(std::memory_order_relaxed) == 0 &&
 			       word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
 							  std::memory_order_relaxed);
 		});
 
 	std::atomic<uint64_t> &global = globalLocks_->word;
-	/*
-	 * Acquire: pairs with the release of unlock_all holders (their stores
-	 * to this target come before ours). From here on no new lock_all
-	 * starts (the CAS in lockAll() requires no exclusive locker).
-	 */
-	global.fetch_add(lockword::kExclusive, std::memory_order_acquire);
-	int rc = waitUntil(call, "lock_all holders to unlock", -1, [&global] {
-		/* Acquire: pairs with the release in unlockAll(). */
-		return (global.load(std::memory_order_acquire) & lockword::kLockAllMask) == 0;
-	});
-	if (rc != RMA_SUCCESS) {
-		global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
-		return rc;
-	}
-	/* Relaxed: announcing a waiter only holds new shared lockers back; it publishes nothing. */
-	word.fetch_add(lockword::kWaiter, std::memory_order_relaxed);
 	const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
-	rc = waitUntil(call, "an exclusive lock", -1, [&word, holder] {
-		uint64_t v = word.load(std::memory_order_relaxed);
-		/*
-		 * Acquire on success: pairs with the release of the last
-		 * holder, shared (fetch_sub) or exclusive.
-		 */
-		return (v & (lockword::kSharedMask | lockword::kHolderMask)) == 0 &&
-		       word.compare_exchange_weak(v, v - lockword::kWaiter + holder, std::memory_order_acquire,
-						  std::memory_order_relaxed);
+	/*
+	 * Take the word, then look for lock_all holders: a Dekker pair with
+	 * lockAll(), which counts itself in the global word and then looks at
+	 * every target's word. Both sides are seq_cst (a locked instruction,
+	 * then a load), so at least one of them sees the other and backs off.
+	 * The CAS also acquires the last holder's release; the load of the
+	 * global word acquires the release of the last unlock_all.
+	 */
+	auto tryTake = [&word, &global, holder]() {
+		uint64_t v = 0;
+		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
+			return false;
+		if ((global.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0)
+			return true;
+		/* A lock_all epoch is open: give the word back (nothing was published under it). */
+		word.store(0, std::memory_order_release);
+		return false;
+	};
+	/* Uncontended: one locked instruction for the whole lock/unlock pair. */
+	if (tryTake()) [[likely]]
+		return RMA_SUCCESS;
+
+	/*
+	 * Contended. Announce ourselves: to shared lockers of this target
+	 * (waiters, relaxed: a hint) and to new lock_all callers (the high
+	 * half of the global word, relaxed: lockAll() waits while it is
+	 * non-zero, so lock_all cannot starve us; the word's own RMWs order it).
+	 */
+	waiters.fetch_add(1, std::memory_order_relaxed);
+	global.fetch_add(lockword::kExclusive, std::memory_order_relaxed);
+	int rc = waitUntil(call, "an exclusive lock", -1, [&word, &tryTake] {
+		return word.load(std::memory_order_relaxed) == 0 && tryTake();
 	});
-	if (rc != RMA_SUCCESS) {
-		word.fetch_sub(lockword::kWaiter, std::memory_order_relaxed);
-		global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
-	}
+	global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
+	waiters.fetch_sub(1, std::memory_order_relaxed);
 	return rc;
 }
 
@@ -208,10 +217,13 @@ void Window::releaseLock(int target, bool exclusive)
 		word.fetch_sub(lockword::kShared, std::memory_order_release);
 		return;
 	}
-	/* Release: as above, for every next holder. */
-	word.fetch_sub(static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift, std::memory_order_release);
-	/* Release: pairs with the acquire in lockAll(). */
-	globalLocks_->word.fetch_sub(lockword::kExclusive, std::memory_order_release);
+	/*
+	 * While we hold it nobody else writes the word (every other CAS
+	 * expects a free holder field, lock_all only reads it), so a plain
+	 * store frees it. Release: publishes our RMA stores to the next
+	 * holder's acquiring CAS and to lock_all's scan.
+	 */
+	word.store(0, std::memory_order_release);
 }
 
 int Window::lock(int lockType, int target, int assert)
@@ -294,13 +306,37 @@ int Window::lockAll(int assert)
 		RMA_TRY(deadAmong(kCall, nullptr));
 	if (!(assert & RMA_MODE_NOCHECK)) {
 		std::atomic<uint64_t> &global = globalLocks_->word;
-		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
-			uint64_t v = global.load(std::memory_order_relaxed);
-			/* Acquire on success: pairs with the release of exclusive holders in releaseLock(). */
-			return (v & ~lockword::kLockAllMask) == 0 &&
-			       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_acquire,
-							    std::memory_order_relaxed);
-		}));
+		for (;;) {
+			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
+				uint64_t v = global.load(std::memory_order_relaxed);
+				/*
+				 * No exclusive locker waiting (they have preference).
+				 * seq_cst: the Dekker half of acquireLock()'s pair;
+				 * also acquires past unlock_alls.
+				 */
+				return (v & ~lockword::kLockAllMask) == 0 &&
+				       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+								    std::memory_order_relaxed);
+			}));
+			/*
+			 * Counted: from now on no exclusive locker keeps a word.
+			 * One that took a word before we counted is seen here
+			 * (seq_cst loads; acquire pairs with its release store
+			 * when it has let go).
+			 */
+			int busy = -1;
+			for (int t = 0; t < size() && busy < 0; ++t)
+				if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
+					busy = t;
+			if (busy < 0)
+				break;
+			/* Give way to it and wait until it unlocks (or dies). */
+			global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+			std::atomic<uint64_t> &word = slots_[busy].lock;
+			RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", -1, [&word] {
+				return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
+			}));
+		}
 	}
 	fenceEpoch_ = false;
 	allAccess_ = true;

@@ -226,6 +226,79 @@ TEST(LockTest, ExclusiveLockGivesMutualExclusion)
 		  }));
 }
 
+/*
+ * The lock protocol under load: ranks 0 and 1 increment counters on
+ * targets 0 and 1 under exclusive locks with a non-atomic get/flush/put;
+ * rank 2 reads both counters twice per lock_all epoch and rank 3 twice per
+ * shared lock, with a pause between the reads. A reader that sees a
+ * counter move inside its epoch, or a final count short of the
+ * increments, means an exclusive holder overlapped another holder (as a
+ * wrong memory order in the lock words would allow).
+ */
+TEST(LockTest, ExclusiveSharedAndLockAllExcludeEachOtherUnderLoad)
+{
+	constexpr int kReads = 600;
+	EXPECT_RANKS_PASS(runRanks(4, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  /* 0, 1: increments made on target 0, 1; 2: readers done. */
+			  SharedWords shared;
+			  int64_t *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(sizeof(int64_t), sizeof(int64_t), RMA_INFO_NULL, RMA_COMM_WORLD, &base,
+						     &win),
+				    RMA_SUCCESS);
+			  *base = 0;
+			  rma_barrier(RMA_COMM_WORLD);
+			  const int rank = worldRank();
+			  auto read = [&](int t) {
+				  int64_t v = -1;
+				  EXPECT_EQ(rma_get(&v, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, win), RMA_SUCCESS);
+				  EXPECT_EQ(rma_win_flush(t, win), RMA_SUCCESS);
+				  return v;
+			  };
+			  auto pause = [](int n) {
+				  for (int k = 0; k < n; ++k)
+					  asm volatile("" ::: "memory");
+			  };
+			  if (rank < 2) {
+				  /* Writers go on until both readers are done. */
+				  for (int i = 0; shared.at(2).load() < 2; ++i) {
+					  const int t = (i + rank) % 2;
+					  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, t, 0, win), RMA_SUCCESS);
+					  int64_t v = read(t);
+					  pause(200);
+					  ++v;
+					  ASSERT_EQ(rma_put(&v, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, win), RMA_SUCCESS);
+					  ASSERT_EQ(rma_win_unlock(t, win), RMA_SUCCESS);
+					  shared.at(t).fetch_add(1);
+				  }
+			  } else {
+				  int moved = 0;
+				  for (int i = 0; i < kReads; ++i) {
+					  const int t = i % 2;
+					  if (rank == 2)
+						  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+					  else
+						  ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, t, 0, win), RMA_SUCCESS);
+					  int64_t first = read(t);
+					  pause(20000); /* long epochs: the writers keep trying meanwhile */
+					  moved += read(t) != first;
+					  ASSERT_EQ(rank == 2 ? rma_win_unlock_all(win) : rma_win_unlock(t, win), RMA_SUCCESS);
+				  }
+				  EXPECT_EQ(moved, 0) << "a counter changed inside " << (rank == 2 ? "lock_all" : "shared lock")
+						      << " epochs";
+				  shared.at(2).fetch_add(1);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  if (rank < 2) {
+				  rma_win_sync(win);
+				  EXPECT_EQ(*base, shared.at(rank).load()) << "increments were lost on target " << rank;
+			  }
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
 /* Two shared holders at once: each waits, holding its lock, until both are inside. */
 TEST(LockTest, SharedLocksOverlap)
 {
