@@ -82,14 +82,19 @@ template<size_t N>
 CLI::Validator oneOf(const char *const (&names)[N], const std::string &what)
 {
 	std::string all;
-	for (const char *n : names)
-		all += (all.empty() ? "" : " ") + std::string(n);
+	for (const char *n : names) {
+		if (!all.empty())
+			all.push_back(' ');
+		all.append(n);
+	}
 	return CLI::Validator(
 		[&names, what, all](std::string &v) {
 			for (const char *n : names)
 				if (v == n)
 					return std::string();
-			return "unknown " + what + " '" + v + "' (one of: " + all + ")";
+			std::string msg("unknown ");
+			msg.append(what).append(" '").append(v).append("' (one of: ").append(all).append(")");
+			return msg;
 		},
 		"", "");
 }
@@ -164,10 +169,11 @@ void addLaunchOptions(CLI::App &app, LaunchOptions &lo, bool compare)
 		->check(CLI::IsMember({ "librma", "mpi", "mpich", "openmpi" }));
 	if (!compare)
 		return;
-	std::string built;
+	std::string mpiHelp("compare: which MPIs (default every one built:");
 	for (const auto &m : builtMpis())
-		built += (built.empty() ? "" : ",") + m;
-	app.add_option("--mpi", lo.mpis, "compare: which MPIs (default every one built: " + built + ")")
+		mpiHelp.append(" ").append(m);
+	mpiHelp.append(")");
+	app.add_option("--mpi", lo.mpis, mpiHelp)
 		->delimiter(',');
 	app.add_option("--stat", lo.stat, "compare: mean (default, as OSU) | median | min of each row")
 		->check(CLI::IsMember({ "mean", "median", "min" }));
