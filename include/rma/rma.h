@@ -678,9 +678,8 @@ RMA_API int rma_type_dup(rma_datatype oldtype, rma_datatype *newtype);
  *        flatten within a memory bound is walked from its definition
  *        instead). Committing a committed or predefined type does nothing.
  * @return RMA_SUCCESS; RMA_ERR_TYPE (invalid handle); RMA_ERR_ARG (NULL).
- *         A type is never refused for its size. An accumulate whose target
- *         type has no flattened form small enough for one record fails
- *         with RMA_ERR_NOT_SUPPORTED.
+ *         A type is never refused for its size, and any committed type
+ *         works as the target type of every RMA call.
  */
 RMA_API int rma_type_commit(rma_datatype *datatype);
 

@@ -261,11 +261,6 @@ void setName(Datatype &t, std::string name)
 	return makeError(RMA_ERR_ARG, "%s: the new type's size or bounds overflow rma_aint", call);
 }
 
-[[gnu::cold]] int tooComplex(const char *call)
-{
-	return makeError(RMA_ERR_NO_MEM, "%s: the new type's signature would exceed %zu runs", call, kMaxRuns);
-}
-
 /* Resized bounds of a recipe, when it has them. */
 struct Bounds {
 	rma_aint lb;
@@ -301,16 +296,34 @@ int makeType(const char *call, Combiner combiner, std::vector<TypeItem> items, r
 	c.add(s.trueUb, -s.trueLb);
 	if (c.bad)
 		return tooLarge(call);
-	/* The signature after the bounds: a type too large to exist is not expanded first. */
+	/*
+	 * The signature after the bounds: a type too large to exist is not
+	 * expanded first. Beyond kMaxRuns nodes (millions of distinct runs), or
+	 * made of a type whose signature is lazy, it is lazy too: none is kept,
+	 * and the signature is walked from the recipe (signature.cpp).
+	 */
 	SignatureBuilder unitSig, whole;
 	Signature scratch;
-	for (const TypeItem &it : items)
-		if (!appendSignature(unitSig, signatureOf(*it.type, scratch), it.copies, c))
-			return tooComplex(call);
-	if (!appendSignature(whole, unitSig.sig, repeat, c))
-		return tooComplex(call);
-	whole.sig.shrink_to_fit();
-	auto sig = std::make_shared<Signature>(std::move(whole.sig));
+	bool lazy = false;
+	for (const TypeItem &it : items) {
+		if (it.type->detail && !it.type->detail->signature) {
+			lazy = it.copies > 0 && it.type->elements > 0;
+			if (lazy)
+				break;
+			continue;
+		}
+		if (!appendSignature(unitSig, signatureOf(*it.type, scratch), it.copies, c)) {
+			lazy = true;
+			break;
+		}
+	}
+	if (!lazy && !appendSignature(whole, unitSig.sig, repeat, c))
+		lazy = true;
+	std::shared_ptr<Signature> sig;
+	if (!lazy) {
+		whole.sig.shrink_to_fit();
+		sig = std::make_shared<Signature>(std::move(whole.sig));
+	}
 
 	std::shared_ptr<Datatype> t = newDerived();
 	t->size = s.size;
@@ -321,7 +334,7 @@ int makeType(const char *call, Combiner combiner, std::vector<TypeItem> items, r
 	t->trueExtent = s.data ? s.trueUb - s.trueLb : 0;
 	t->alignment = s.alignment;
 	t->explicitBounds = s.explicitBounds;
-	t->basic = sig->size() == 1 ? sig->front().type : BasicType::None;
+	t->basic = sig && sig->size() == 1 ? sig->front().type : BasicType::None;
 	TypeDetail &d = *t->detail;
 	d.combiner = combiner;
 	d.items = std::move(items);
@@ -623,8 +636,12 @@ int dupType(const char *call, const std::shared_ptr<Datatype> &old, std::shared_
 
 const Signature &signatureOf(const Datatype &t, Signature &scratch)
 {
-	if (t.detail)
-		return *t.detail->signature;
+	if (t.detail) {
+		if (t.detail->signature)
+			return *t.detail->signature;
+		scratch.clear(); /* lazy: none kept */
+		return scratch;
+	}
 	scratch.assign(1, SignatureRun{ t.basic, 0, 1 });
 	return scratch;
 }

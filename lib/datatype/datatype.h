@@ -21,7 +21,11 @@
  *    smallest count of the type whose entries overlap (a receive buffer may
  *    not have overlapping entries).
  *  - its signature likewise as a tree: runs of one basic type and repeats of
- *    a sub-sequence, never expanded (Signature).
+ *    a sub-sequence, never expanded (Signature). A signature of more than
+ *    kMaxRuns nodes (millions of *distinct* runs: a struct of millions of
+ *    alternating fields), or of a type made of one, is lazy: none is kept
+ *    (TypeDetail::signature is null) and matching and element counting
+ *    walk it from the recipe, a run at a time, in O(nesting depth) memory.
  *
  * The engine entry points for the data path (lib/win) are:
  *
@@ -208,7 +212,7 @@ struct TypeDetail {
 	std::vector<TypeItem> items;
 	rma_count repeat = 1;
 	rma_aint stride = 0;
-	/* Shared with dups and resized copies (equal pointers: equal signatures). */
+	/* Shared with dups (equal pointers: equal signatures); null when lazy (walked from the recipe). */
 	std::shared_ptr<const Signature> signature;
 	std::vector<TypeNode> nodes; /* flattened at commit (empty if lazy) */
 	bool lazy = false;           /* committed without a flattened form: walked from the recipe */
@@ -284,8 +288,8 @@ inline rma_datatype predefinedHandle(const Datatype &t)
  * Build a new, uncommitted type from @args (see TypeArgs; every constructor
  * of MPI). Errors, with @call in the message: RMA_ERR_COUNT (negative count),
  * RMA_ERR_ARG (negative block length, bad subarray or order, sizes that
- * overflow), RMA_ERR_TYPE (a null type), RMA_ERR_NO_MEM (a signature of
- * more than kMaxRuns nodes: only irregular ones, repeats are never expanded).
+ * overflow), RMA_ERR_TYPE (a null type). Never refused for its size: a
+ * signature beyond kMaxRuns nodes is lazy (see the top of this file).
  */
 int buildType(const char *call, const TypeArgs &args, std::shared_ptr<Datatype> &out);
 
@@ -299,8 +303,8 @@ int dupType(const char *call, const std::shared_ptr<Datatype> &old, std::shared_
 int commitType(const char *call, Datatype &t);
 
 /*
- * Limit on the nodes of a signature (a type beyond it is refused; repeats
- * are never expanded, so only a signature with that many distinct runs is).
+ * Limit on the nodes of a kept signature (beyond it the signature is lazy;
+ * repeats are never expanded, so only one with that many distinct runs is).
  */
 inline constexpr size_t kMaxRuns = size_t(1) << 22;
 
@@ -311,7 +315,10 @@ inline constexpr size_t kMaxRuns = size_t(1) << 22;
 size_t &flattenNodeLimit();
 inline constexpr size_t kDefaultFlattenNodeLimit = size_t(1) << 18;
 
-/* The signature of one element of @t (@scratch holds it for predefined basic types). */
+/*
+ * The signature of one element of @t (@scratch holds it for predefined basic
+ * types); empty when it is lazy (t.detail->signature null: not kept).
+ */
 const Signature &signatureOf(const Datatype &t, Signature &scratch);
 
 /*

@@ -22,42 +22,65 @@ rma_count elementsOf(const SignatureRun *sig, size_t b, size_t e)
 
 /*
  * The signature of a count of a type, one run at a time: a depth-first walk
- * of the signature tree, the count of copies being its outermost repeat.
+ * of the signature tree, the count of copies being its outermost repeat. A
+ * type whose signature is lazy (too many distinct runs to keep: its
+ * detail's signature is null) is walked from its recipe instead, its
+ * items' signatures one after the other, so memory stays O(depth) however
+ * long the signature is.
  */
 class SignatureStream
 {
 public:
-	/* One level of the walk: nodes [start, end) and the passes left after the current one. */
+	/*
+	 * One level of the walk: signature nodes [start, end) of @sig, passes
+	 * left after the current one in @repsLeft; or (sig == nullptr) the
+	 * items of a recipe, @reps times, @copiesLeft more copies after this
+	 * one. @i: the current entry.
+	 */
 	struct Frame {
+		const SignatureRun *sig;
 		size_t start;
 		size_t end;
+		size_t i;
 		rma_count repsLeft;
+		const TypeItem *items;
+		rma_count rep;
+		rma_count reps;
+		rma_count copiesLeft;
 	};
 
 	SignatureStream(const Datatype &t, rma_count copies)
 	{
-		const Signature *sig = &signatureOf(t, scratch_);
-		if (copies <= 0 || sig->empty())
+		if (copies <= 0 || t.elements == 0)
 			return;
-		rma_count total;
-		if (sig->size() == 1 && !__builtin_mul_overflow(sig->front().count, copies, &total)) {
-			folded_.assign(1, SignatureRun{ sig->front().type, 0, total });
-			sig = &folded_;
-			copies = 1;
-		}
-		sig_ = sig->data();
-		push(Frame{ 0, sig->size(), copies - 1 });
 		atStart_ = 0;
+		if (!t.detail) {
+			setRun(t.basic, copies);
+			return;
+		}
+		const TypeDetail &d = *t.detail;
+		if (!d.signature) {
+			pushRecipe(d, copies);
+			descend();
+			return;
+		}
+		const Signature &sig = *d.signature;
+		rma_count total;
+		if (sig.size() == 1 && !__builtin_mul_overflow(sig.front().count, copies, &total)) {
+			setRun(sig.front().type, total);
+			return;
+		}
+		pushNodes(sig.data(), 0, sig.size(), copies - 1);
 		descend();
 	}
 	SignatureStream(const SignatureStream &) = delete;
 	SignatureStream &operator=(const SignatureStream &) = delete;
 
 	bool done() const { return left_ == 0; }
-	BasicType type() const { return sig_[i_].type; }
+	BasicType type() const { return type_; }
 	rma_count left() const { return left_; }
 	/* At the first element of a copy of the type (not at the first copy's: the caller knows). */
-	bool atCopyStart() const { return atStart_ == 0 && left_ == sig_[i_].count; }
+	bool atCopyStart() const { return atStart_ == 0 && left_ == runCount_; }
 
 	void advance(rma_count n)
 	{
@@ -66,23 +89,37 @@ public:
 			atStart_ = depth_;
 			return;
 		}
-		++i_;
-		atStart_ = SIZE_MAX;
 		for (;;) {
+			if (depth_ == 0)
+				return; /* left_ stays 0: done */
 			Frame &f = frame(depth_ - 1);
-			if (i_ < f.end)
+			f.i += f.sig ? 1 + f.sig[f.i].body : 1;
+			if (valid(f)) {
+				atStart_ = depth_; /* the frames entered below start their passes */
 				break;
-			if (f.repsLeft > 0) {
+			}
+			if (f.sig && f.repsLeft > 0) {
 				--f.repsLeft;
-				i_ = f.start;
+				f.i = f.start;
 				atStart_ = depth_ - 1;
 				break;
 			}
-			if (--depth_ == 0)
-				return; /* left_ stays 0: done */
+			if (!f.sig && ++f.rep < f.reps) {
+				f.i = 0;
+				valid(f);
+				atStart_ = depth_; /* a repetition inside the type, not a copy of it */
+				break;
+			}
+			if (!f.sig && f.copiesLeft > 0) {
+				--f.copiesLeft;
+				f.rep = 0;
+				f.i = 0;
+				valid(f);
+				atStart_ = depth_ - 1;
+				break;
+			}
+			--depth_;
 		}
-		if (atStart_ == SIZE_MAX)
-			atStart_ = depth_;
 		descend();
 	}
 
@@ -97,13 +134,13 @@ public:
 			return;
 		for (size_t x = a.atStart_; x < a.depth_; ++x) {
 			Frame &fa = a.frame(x);
-			if (fa.repsLeft == 0)
+			if (!fa.sig || fa.repsLeft == 0)
 				continue;
 			for (size_t y = b.atStart_; y < b.depth_; ++y) {
 				Frame &fb = b.frame(y);
-				if (fb.repsLeft == 0 || fa.end - fa.start != fb.end - fb.start)
+				if (!fb.sig || fb.repsLeft == 0 || fa.end - fa.start != fb.end - fb.start)
 					continue;
-				const SignatureRun *na = a.sig_ + fa.start, *nb = b.sig_ + fb.start;
+				const SignatureRun *na = fa.sig + fa.start, *nb = fb.sig + fb.start;
 				if (na != nb &&
 				    !std::equal(na, na + (fa.end - fa.start), nb, [](const SignatureRun &p, const SignatureRun &q) {
 					    return p.type == q.type && p.body == q.body && p.count == q.count;
@@ -112,7 +149,7 @@ public:
 				rma_count k = std::min(fa.repsLeft, fb.repsLeft);
 				fa.repsLeft -= k;
 				fb.repsLeft -= k;
-				pos += k * elementsOf(a.sig_, fa.start, fa.end);
+				pos += k * elementsOf(fa.sig, fa.start, fa.end);
 				return;
 			}
 		}
@@ -122,31 +159,70 @@ private:
 	static constexpr size_t kInlineFrames = 8;
 
 	Frame &frame(size_t k) { return k < kInlineFrames ? inline_[k] : more_[k - kInlineFrames]; }
-	void push(const Frame &f)
+	Frame &push()
 	{
-		if (depth_ < kInlineFrames)
-			inline_[depth_] = f;
-		else if (depth_ - kInlineFrames < more_.size())
-			more_[depth_ - kInlineFrames] = f;
-		else
-			more_.push_back(f);
-		++depth_;
+		if (depth_ >= kInlineFrames && depth_ - kInlineFrames == more_.size())
+			more_.emplace_back();
+		return frame(depth_++);
 	}
-	/* From node i_ down to the first run, entering repeats. */
+	void pushNodes(const SignatureRun *sig, size_t start, size_t end, rma_count repsLeft)
+	{
+		Frame &f = push();
+		f = Frame{ sig, start, end, start, repsLeft, nullptr, 0, 1, 0 };
+	}
+	void pushRecipe(const TypeDetail &d, rma_count copies)
+	{
+		Frame &f = push();
+		f = Frame{ nullptr, 0, d.items.size(), 0, 0, d.items.data(), 0, d.repeat, copies - 1 };
+		valid(f);
+	}
+	/* Whether @f has a current entry; a recipe's entries without elements are passed over. */
+	static bool valid(Frame &f)
+	{
+		if (f.sig)
+			return f.i < f.end;
+		while (f.i < f.end && (f.items[f.i].copies == 0 || f.items[f.i].type->elements == 0))
+			++f.i;
+		return f.i < f.end;
+	}
+	void setRun(BasicType type, rma_count count)
+	{
+		type_ = type;
+		left_ = count;
+		runCount_ = count;
+	}
+	/* From the top frame's current entry down to the first run, entering repeats and items. */
 	void descend()
 	{
-		while (sig_[i_].isRepeat()) {
-			push(Frame{ i_ + 1, i_ + 1 + sig_[i_].body, sig_[i_].count - 1 });
-			++i_;
+		for (;;) {
+			Frame &f = frame(depth_ - 1);
+			if (f.sig) {
+				const SignatureRun &r = f.sig[f.i];
+				if (!r.isRepeat())
+					return setRun(r.type, r.count);
+				pushNodes(f.sig, f.i + 1, f.i + 1 + r.body, r.count - 1); /* may move f */
+				continue;
+			}
+			const TypeItem &it = f.items[f.i];
+			const Datatype &child = *it.type;
+			if (!child.detail)
+				return setRun(child.basic, it.copies);
+			const TypeDetail &d = *child.detail;
+			if (!d.signature) {
+				pushRecipe(d, it.copies);
+				continue;
+			}
+			const Signature &sig = *d.signature;
+			rma_count total;
+			if (sig.size() == 1 && !__builtin_mul_overflow(sig.front().count, it.copies, &total))
+				return setRun(sig.front().type, total);
+			pushNodes(sig.data(), 0, sig.size(), it.copies - 1);
 		}
-		left_ = sig_[i_].count;
 	}
 
-	Signature scratch_;
-	Signature folded_;
-	const SignatureRun *sig_ = nullptr;
-	size_t i_ = 0;
+	BasicType type_ = BasicType::None;
 	rma_count left_ = 0;
+	rma_count runCount_ = 0;
 	size_t depth_ = 0;
 	size_t atStart_ = 0; /* the outermost frame at the start of whose pass the walk stands (depth_: none) */
 	Frame inline_[kInlineFrames];
@@ -345,6 +421,19 @@ bool prefixOf(const SignatureRun *sig, size_t b, size_t e, rma_count elements, r
 Prefix signaturePrefix(const Datatype &t, rma_count elements, rma_count bytes)
 {
 	Prefix p{ 0, 0 };
+	if (t.detail && !t.detail->signature) {
+		/* Lazy: walked from the recipe, a run at a time. */
+		for (SignatureStream s(t, 1); !s.done();) {
+			rma_count size = kPredefinedTypes[static_cast<int>(s.type())].size;
+			rma_count n = std::min({ s.left(), elements - p.elements, (bytes - p.bytes) / size });
+			p.elements += n;
+			p.bytes += n * size;
+			if (n < s.left())
+				break;
+			s.advance(n);
+		}
+		return p;
+	}
 	Signature scratch;
 	const Signature &sig = signatureOf(t, scratch);
 	prefixOf(sig.data(), 0, sig.size(), elements, bytes, p);

@@ -28,6 +28,8 @@ namespace {
 /* Work limits of commit (beyond them a check is skipped). */
 constexpr uint64_t kMaxExpand = uint64_t(1) << 20; /* blocks expanded for the overlap check */
 constexpr uint64_t kMaxWork = uint64_t(1) << 26;   /* steps of the overlap check */
+/* Blocks visited by the overlap check in pieces (beyond: the part checked decides). */
+constexpr uint64_t kMaxPieceWork = uint64_t(1) << 30;
 /* Nodes a commit may copy (children used more than once are flattened again each time). */
 constexpr uint64_t kMaxFlattenWork = uint64_t(1) << 26;
 
@@ -279,10 +281,104 @@ bool runOverlapsItself(const std::vector<TypeNode> &nodes)
 	return false;
 }
 
+/* The direction the blocks of one element come in, block after block. */
+struct WalkOrder {
+	bool increasing; /* each block starts at or after the end of the one before */
+	bool decreasing; /* each block ends at or before the start of the one before */
+	uint64_t blocks;
+};
+
+/* One pass over the blocks of one element of @t: O(blocks) time, O(1) memory. */
+WalkOrder walkOrder(const Datatype &t)
+{
+	WalkOrder w{ true, true, 0 };
+	rma_aint prevLow = 0, prevHigh = 0;
+	for (BlockCursor c(t, 1); !c.done(); c.advance(c.left())) {
+		const rma_aint low = c.offset(), high = c.offset() + c.left();
+		if (w.blocks++ > 0) {
+			w.increasing &= low >= prevHigh;
+			w.decreasing &= high <= prevLow;
+		}
+		prevLow = low;
+		prevHigh = high;
+	}
+	return w;
+}
+
+/* The blocks [@from, @from + @n) of one element of @t (fewer at its end) as intervals. */
+void collectBlocks(const Datatype &t, uint64_t from, uint64_t n, std::vector<std::pair<rma_aint, rma_aint>> &iv)
+{
+	iv.clear();
+	uint64_t k = 0;
+	for (BlockCursor c(t, 1); !c.done() && k < from + n; c.advance(c.left()), ++k)
+		if (k >= from)
+			iv.emplace_back(c.offset(), c.offset() + c.left());
+}
+
+/* Sort @iv and merge touching intervals; true if two of them overlap. */
+bool sortAndMerge(std::vector<std::pair<rma_aint, rma_aint>> &iv)
+{
+	if (iv.empty())
+		return false;
+	std::sort(iv.begin(), iv.end());
+	size_t m = 0;
+	for (size_t i = 1; i < iv.size(); ++i) {
+		if (iv[i].first < iv[m].second)
+			return true;
+		if (iv[i].first == iv[m].second)
+			iv[m].second = iv[i].second;
+		else
+			iv[++m] = iv[i];
+	}
+	iv.resize(m + 1);
+	return false;
+}
+
+/*
+ * Whether two blocks of one element of @t overlap, for a type of more
+ * blocks than fit in memory at once: in pieces of kMaxExpand blocks, each
+ * sorted and checked, then every later block of the walk looked up in it.
+ * O(blocks^2 / kMaxExpand) time, O(kMaxExpand) memory. Beyond kMaxPieceWork
+ * blocks visited it stops: no overlap was found in the part checked.
+ */
+bool overlapsInPieces(const Datatype &t, uint64_t blocks)
+{
+	std::vector<std::pair<rma_aint, rma_aint>> iv;
+	uint64_t work = 0;
+	for (uint64_t from = 0; from < blocks; from += kMaxExpand) {
+		collectBlocks(t, from, kMaxExpand, iv);
+		if (sortAndMerge(iv))
+			return true;
+		uint64_t k = 0;
+		const uint64_t after = std::min<uint64_t>(from + kMaxExpand, blocks);
+		work += blocks;
+		if (work > kMaxPieceWork)
+			return false;
+		for (BlockCursor c(t, 1); !c.done(); c.advance(c.left()), ++k) {
+			if (k < after)
+				continue;
+			const rma_aint low = c.offset(), high = c.offset() + c.left();
+			/* The first merged interval that ends after @low: the only one that can meet [low, high). */
+			auto it = std::upper_bound(iv.begin(), iv.end(), low,
+						   [](rma_aint v, const std::pair<rma_aint, rma_aint> &p) { return v < p.second; });
+			if (it != iv.end() && it->first < high)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
  * The smallest count of @t whose entries overlap (1: one element overlaps
- * itself), or kNeverOverlaps. Exact for types of up to kMaxExpand blocks;
- * beyond, only a run overlapping itself and a zero extent are caught.
+ * itself), or kNeverOverlaps. Exact whenever the blocks of one element come
+ * in increasing (or decreasing) order, the common case, which takes one
+ * pass and no memory whatever the type's size; otherwise exact for types
+ * of up to kMaxExpand blocks. Beyond that, one element is checked in
+ * pieces (overlapsInPieces, up to kMaxPieceWork blocks visited: 1 G, a type
+ * of some 30 M out-of-order blocks) and the copies by their extent alone: a type
+ * whose extent is smaller than its true extent (resized to interleave its
+ * copies) and whose more than kMaxExpand blocks come out of order is taken
+ * to overlap from 2 copies on only when its extent is 0.
  */
 rma_count overlapCount(const Datatype &t)
 {
@@ -298,24 +394,21 @@ rma_count overlapCount(const Datatype &t)
 			return kNeverOverlaps; /* the common case, without expanding a block */
 	}
 
-	std::vector<std::pair<rma_aint, rma_aint>> iv;
-	for (BlockCursor c(t, 1); !c.done(); c.advance(c.left())) {
-		if (iv.size() == kMaxExpand)
-			return step == 0 ? 2 : kNeverOverlaps;
-		iv.emplace_back(c.offset(), c.offset() + c.left());
-	}
-	std::sort(iv.begin(), iv.end());
-	/* Merged, disjoint, sorted; any overlap on the way is one inside an element. */
-	size_t m = 0;
-	for (size_t i = 1; i < iv.size(); ++i) {
-		if (iv[i].first < iv[m].second)
+	const WalkOrder order = walkOrder(t);
+	const bool ordered = order.increasing || order.decreasing;
+	if (ordered && (step == 0 || step >= span))
+		return step == 0 ? 2 : kNeverOverlaps; /* one element is free of overlap, and so are its copies */
+	if (order.blocks > kMaxExpand) {
+		if (!ordered && overlapsInPieces(t, order.blocks))
 			return 1;
-		if (iv[i].first == iv[m].second)
-			iv[m].second = iv[i].second;
-		else
-			iv[++m] = iv[i];
+		return step == 0 ? 2 : kNeverOverlaps;
 	}
-	iv.resize(m + 1);
+
+	std::vector<std::pair<rma_aint, rma_aint>> iv;
+	collectBlocks(t, 0, order.blocks, iv);
+	/* Merged, disjoint, sorted; any overlap on the way is one inside an element. */
+	if (sortAndMerge(iv))
+		return 1;
 
 	if (step == 0)
 		return 2;
@@ -334,11 +427,11 @@ rma_count overlapCount(const Datatype &t)
 			rma_aint low = iv[i].first - iv[j].second;
 			if (low >= span)
 				break;
-			rma_count d = low < 0 ? 1 : low / step + 1;
-			if (d >= best)
+			rma_count dd = low < 0 ? 1 : low / step + 1;
+			if (dd >= best)
 				break;
-			if (d * step < iv[i].second - iv[j].first)
-				best = d;
+			if (dd * step < iv[i].second - iv[j].first)
+				best = dd;
 			if (++work > kMaxWork)
 				return best == kNeverOverlaps ? best : best + 1;
 		}

@@ -22,6 +22,11 @@
  *     others (pairs, long double, complex of 16+ bytes, misaligned) are
  *     applied plainly, serialized because one process at a time consumes,
  *     and because no origin ever takes path 1 for them.
+ *     A target type no record can carry (lazy: walked from its recipe, or
+ *     flattened to more nodes than a record holds) is applied by the origin
+ *     itself while it holds the ring's consumer role, exactly as the
+ *     consumer would apply the record (applyByOrigin): it is the one applier
+ *     meanwhile, so the same rules hold.
  *  3. The apply lock: targets no process can reach with atomics (memory of
  *     rma_win_create that is not from rma_alloc_mem, reached by cross-memory
  *     attach) and every target of a dynamic window: the origin takes the
@@ -223,6 +228,48 @@ bool aliveProducer(void *context, uint32_t producer)
 	return static_cast<Window *>(context)->peerAlive(static_cast<int>(producer));
 }
 
+/*
+ * Apply @op to the @left bytes of target elements that @cursor walks from
+ * where it stands (in the memory at @base), with operands from @data
+ * (packed; nullptr for NO_OP) and the old values to @old (packed; nullptr:
+ * not fetched). @plain: no origin atomic can race (see "Plain mode").
+ */
+void applyAlong(BlockCursor &cursor, std::byte *base, Op op, uint8_t elem, const std::byte *data, std::byte *old,
+		uint64_t left, bool plain)
+{
+	if (!isPairElem(elem)) {
+		while (left > 0 && !cursor.done()) {
+			rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
+			size_t count = static_cast<size_t>(step) / elemBytes(elem);
+			if (plain)
+				applyOpPlain(op, elem, base + cursor.offset(), data, old, count);
+			else
+				applyOp(op, elem, base + cursor.offset(), data, old, count);
+			if (data)
+				data += step;
+			if (old)
+				old += step;
+			left -= static_cast<uint64_t>(step);
+			cursor.advance(step);
+		}
+		return;
+	}
+	const uint32_t eb = elemBytes(elem);
+	const uint32_t vb = detail::kElemInfo[elem].valueBytes;
+	while (left >= eb && !cursor.done()) {
+		std::byte *value = base + cursor.offset();
+		cursor.advance(vb);
+		std::byte *index = base + cursor.offset();
+		cursor.advance(eb - vb);
+		applyPairOp(op, elem, value, index, data, old);
+		if (data)
+			data += eb;
+		if (old)
+			old += eb;
+		left -= eb;
+	}
+}
+
 } /* namespace */
 
 bool accumulateRingByDefault()
@@ -362,36 +409,7 @@ void Window::applyRecord(int t, const MpscRecord &record)
 			cursor.advance(step);
 			skip -= static_cast<uint64_t>(step);
 		}
-		uint64_t left = h.dataBytes;
-		if (!isPairElem(h.elem)) {
-			while (left > 0 && !cursor.done()) {
-				rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
-				size_t count = static_cast<size_t>(step) / elemBytes(h.elem);
-				if (plain)
-					applyOpPlain(op, h.elem, base + cursor.offset(), data, old, count);
-				else
-					applyOp(op, h.elem, base + cursor.offset(), data, old, count);
-				data += step;
-				if (old)
-					old += step;
-				left -= static_cast<uint64_t>(step);
-				cursor.advance(step);
-			}
-		} else {
-			const uint32_t eb = elemBytes(h.elem);
-			const uint32_t vb = detail::kElemInfo[h.elem].valueBytes;
-			while (left >= eb && !cursor.done()) {
-				std::byte *value = base + cursor.offset();
-				cursor.advance(vb);
-				std::byte *index = base + cursor.offset();
-				cursor.advance(eb - vb);
-				applyPairOp(op, h.elem, value, index, data, old);
-				data += eb;
-				if (old)
-					old += eb;
-				left -= eb;
-			}
-		}
+		applyAlong(cursor, base, op, h.elem, data, old, h.dataBytes, plain);
 	}
 	/*
 	 * R-done: pairs with the acquire in accDoneOf() at the origin; publishes
@@ -747,10 +765,15 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 	const size_t room = rings_[t].maxPayload();
 	if (!td.isContiguous()) {
 		const std::vector<TypeNode> *b = nodesOf(td, scratch);
+		/* No flattened form, or one too large for a record: applied by the origin itself, as records are. */
+		if ((!b || sizeof(AccRecord) + b->size() * sizeof(TypeNode) + eb > room) &&
+		    targets_[t].reach == Reach::Direct)
+			return applyByOrigin(call, a, view, op, elem, td, od, rd, bytes);
 		if (!b)
 			return makeError(RMA_ERR_NOT_SUPPORTED,
 					 "%s: the target datatype %s is too irregular to flatten (more than %zu nodes of "
-					 "%zu bytes); an accumulate record carries at most %zu bytes of type description",
+					 "%zu bytes) and the target is not mapped here; an accumulate record carries at "
+					 "most %zu bytes of type description",
 					 call, td.name, flattenNodeLimit(), sizeof(TypeNode), room - sizeof(AccRecord));
 		runs = b->data();
 		nodes = b->size();
@@ -760,7 +783,7 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 	if (header + eb > room)
 		return makeError(RMA_ERR_NOT_SUPPORTED,
 				 "%s: the target datatype %s flattens to %zu nodes (%zu bytes), more than one accumulate "
-				 "record carries (%zu bytes of type description)",
+				 "record carries (%zu bytes of type description), and the target is not mapped here",
 				 call, td.name, nodes, nodes * sizeof(TypeNode), room - sizeof(AccRecord) - eb);
 	size_t chunk = (room - header) / eb * eb;
 	const bool fetch = rd != nullptr;
@@ -809,6 +832,62 @@ int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView
 	if (a.queuedSeq)
 		*a.queuedSeq = accIssued_[t];
 	ringDoorbell(t);
+	return RMA_SUCCESS;
+}
+
+/*
+ * A target type that no record can carry (lazy: no flattened form, or one
+ * larger than a record), to a Direct target: the origin applies the
+ * operation itself, walking the type with the cursor, as the ring's
+ * consumer would apply its record. It holds the target's consumer role
+ * meanwhile (waiting for it, as a record waits to be applied), so it is the
+ * one applier of records to that target: its own earlier records are
+ * completed first and others' queued ones applied first (ordering), and
+ * elements with a hardware atomic are updated with atomics unless the
+ * target is in plain mode, exactly as in applyRecord(), so it composes with
+ * origin atomics (path 1) and with the ring. Completes at the call.
+ */
+int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			  const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes)
+{
+	const int t = a.target;
+	std::vector<std::byte> packed;
+	const std::byte *data = packOrigin(od, a, bytes, packed);
+	/* Fetched values: straight into a contiguous result, else packed and unpacked at the end. */
+	std::vector<std::byte> fetched;
+	std::byte *old = nullptr;
+	if (rd) {
+		if (rd->isContiguous()) {
+			old = static_cast<std::byte *>(a.result);
+		} else {
+			fetched.resize(static_cast<size_t>(bytes));
+			old = fetched.data();
+		}
+	}
+	/* Our own queued records come first (ordering). */
+	if (accIssued_[t] != accApplied_[t])
+		RMA_TRY(completeAccumulates(call, t));
+	AccTargetLine &line = accLines_[t];
+	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
+	RMA_TRY(waitUntil(call, "the accumulate ring of the target", -1, [&] {
+		uint64_t holder = 0;
+		/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
+		return line.consumer.load(std::memory_order_relaxed) == 0 &&
+		       line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire,
+							     std::memory_order_relaxed);
+	}));
+	endExpiredLease(t);
+	/* Others' records queued before this operation: applied first. */
+	while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
+	}
+	/* Relaxed: only holders of the role (us) write plainMode; as in applyRecord(). */
+	const bool plain = plainApply_ || line.plainMode.load(std::memory_order_relaxed) != 0;
+	BlockCursor cursor(td, a.tcount);
+	applyAlong(cursor, view.base, op, elem, data, old, static_cast<uint64_t>(bytes), plain);
+	/* Release: pairs with the acquire of the next holder. */
+	line.consumer.store(0, std::memory_order_release);
+	if (rd && !rd->isContiguous())
+		copyTyped(static_cast<std::byte *>(a.result), *rd, a.rcount, fetched.data(), byteType(), bytes, bytes);
 	return RMA_SUCCESS;
 }
 

@@ -425,6 +425,8 @@ private:
 			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
 	int lockedApply(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
 			const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
+	int applyByOrigin(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
+			  const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
 	int lockApply(const char *call, int target);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <climits>
+#include <cstring>
+#include <vector>
 #include <cstddef>
 #include <string>
 
@@ -379,3 +381,114 @@ TEST(Matching, RepeatedStructSignaturesStayCompressedAndMatchAtOnce)
 }
 
 } /* namespace */
+
+/* ---- Signatures of millions of distinct runs: lazy, never refused ---- */
+
+namespace {
+
+/* A struct of @pairs (int at 16 i, @last or double at 16 i + 8) pairs: 2 x @pairs distinct runs. */
+OwnedType alternatingStruct(int pairs, rma_datatype last)
+{
+	const int n = 2 * pairs;
+	std::vector<int> lengths(n, 1);
+	std::vector<rma_aint> disps(n);
+	std::vector<rma_datatype> types(n);
+	for (int i = 0; i < n; ++i) {
+		disps[i] = rma_aint(8) * i;
+		types[i] = i % 2 ? RMA_DOUBLE : RMA_INT;
+	}
+	types[n - 1] = last;
+	rma_datatype t;
+	EXPECT_EQ(rma_type_create_struct(n, lengths.data(), disps.data(), types.data(), &t), RMA_SUCCESS);
+	return OwnedType(t);
+}
+
+} /* namespace */
+
+TEST(LazySignatures, AStructOfMillionsOfAlternatingFieldsCommitsMatchesAndPacks)
+{
+	constexpr int kPairs = 2500000; /* 5 M blocks, 5 M distinct runs: beyond kMaxRuns */
+	static_assert(2 * size_t(kPairs) > librma::kMaxRuns);
+	OwnedType big = alternatingStruct(kPairs, RMA_DOUBLE);
+	const Datatype &d = engine(big);
+	ASSERT_TRUE(d.committed);
+	EXPECT_EQ(d.detail->signature, nullptr); /* lazy: not kept */
+	EXPECT_EQ(d.size, rma_count(kPairs) * 12);
+	EXPECT_EQ(d.elements, rma_count(2) * kPairs);
+	EXPECT_EQ(d.extent, rma_aint(16) * kPairs);
+
+	/* The same layout as a contiguous count of one {int, double} struct: a compressed repeat. */
+	int plen[] = { 1, 1 };
+	rma_aint pdisp[] = { 0, 8 };
+	rma_datatype ptypes[] = { RMA_INT, RMA_DOUBLE };
+	rma_datatype pair, same;
+	ASSERT_EQ(rma_type_create_struct(2, plen, pdisp, ptypes, &pair), RMA_SUCCESS);
+	OwnedType ownedPair(pair);
+	ASSERT_EQ(rma_type_contiguous(kPairs, pair, &same), RMA_SUCCESS);
+	OwnedType ownedSame(same);
+	ASSERT_NE(engine(same).detail->signature, nullptr);
+	rma_count bytes = 0;
+	EXPECT_EQ(librma::matchSignatures("rma_put", d, 1, engine(same), 1, true, bytes), RMA_SUCCESS);
+	EXPECT_EQ(bytes, d.size);
+	EXPECT_EQ(librma::matchSignatures("rma_get", d, 2, engine(pair), 2 * kPairs, false, bytes), RMA_SUCCESS);
+	EXPECT_EQ(librma::matchSignatures("rma_put", engine(pair), kPairs, d, 1, true, bytes), RMA_SUCCESS);
+	EXPECT_EQ(librma::matchSignatures("rma_put", d, 1, d, 1, true, bytes), RMA_SUCCESS);
+	/* A prefix matches; one more pair does not fit. */
+	EXPECT_EQ(librma::matchSignatures("rma_put", engine(pair), kPairs - 1, d, 1, true, bytes), RMA_SUCCESS);
+	EXPECT_EQ(errorClassOf(librma::matchSignatures("rma_put", engine(pair), kPairs + 1, d, 1, true, bytes)),
+		  RMA_ERR_TRUNCATE);
+
+	/* The last field a float: the mismatch is found at the last element and named. */
+	OwnedType odd = alternatingStruct(kPairs, RMA_FLOAT);
+	ASSERT_EQ(engine(odd).detail->signature, nullptr);
+	for (bool originSends : { true, false }) {
+		int rc = librma::matchSignatures("rma_put", engine(odd), 1, engine(same), 1, originSends, bytes);
+		ASSERT_EQ(errorClassOf(rc), RMA_ERR_TYPE);
+		std::string msg = errorText(rc);
+		EXPECT_NE(msg.find("basic element " + std::to_string(2 * kPairs - 1) + " is"), std::string::npos) << msg;
+		EXPECT_NE(msg.find("RMA_FLOAT"), std::string::npos) << msg;
+		EXPECT_NE(msg.find("RMA_DOUBLE"), std::string::npos) << msg;
+	}
+	/* In a bigger type too (lazy because its part is), and in a second copy. */
+	rma_datatype two;
+	ASSERT_EQ(rma_type_contiguous(2, odd, &two), RMA_SUCCESS);
+	OwnedType ownedTwo(two);
+	EXPECT_EQ(engine(two).detail->signature, nullptr);
+	int rc = librma::matchSignatures("rma_put", engine(pair), 2 * kPairs, engine(two), 1, true, bytes);
+	ASSERT_EQ(errorClassOf(rc), RMA_ERR_TYPE);
+	EXPECT_NE(errorText(rc).find("basic element " + std::to_string(2 * kPairs - 1) + " is"), std::string::npos)
+		<< errorText(rc);
+
+	/* Element counting walks it too. */
+	EXPECT_EQ(librma::elementsInBytes(d, 12 * 3 + 4), 7);
+	EXPECT_EQ(librma::elementsInBytes(d, 12 * 3 + 2), -1);
+	EXPECT_EQ(librma::bytesOfElements(d, 7), 12 * 3 + 4);
+	EXPECT_EQ(librma::elementsInBytes(d, d.size), d.elements);
+
+	/* Pack and unpack: every field, in order, and the gaps untouched. */
+	std::vector<std::byte> buf(static_cast<size_t>(d.extent));
+	for (int i = 0; i < kPairs; ++i) {
+		int v = i;
+		double x = i + 0.5;
+		std::memcpy(buf.data() + 16 * size_t(i), &v, 4);
+		std::memset(buf.data() + 16 * size_t(i) + 4, 0x5a, 4);
+		std::memcpy(buf.data() + 16 * size_t(i) + 8, &x, 8);
+	}
+	/* (rma_pack is copyTyped to bytes; it needs rma_init, which this suite does not run.) */
+	const rma_count packSize = d.size;
+	ASSERT_EQ(packSize, rma_count(kPairs) * 12);
+	std::vector<std::byte> packed(static_cast<size_t>(packSize));
+	librma::copyTyped(packed.data(), engine(RMA_BYTE), packSize, buf.data(), d, 1, packSize);
+	bool ok = true;
+	for (int i = 0; i < kPairs && ok; ++i) {
+		int v;
+		double x;
+		std::memcpy(&v, packed.data() + 12 * size_t(i), 4);
+		std::memcpy(&x, packed.data() + 12 * size_t(i) + 4, 8);
+		ok = v == i && x == i + 0.5;
+		EXPECT_TRUE(ok) << "packed pair " << i;
+	}
+	std::vector<std::byte> out(buf.size(), std::byte(0x5a));
+	librma::copyTyped(out.data(), d, 1, packed.data(), engine(RMA_BYTE), packSize, packSize);
+	EXPECT_TRUE(out == buf) << "unpacked data differ";
+}

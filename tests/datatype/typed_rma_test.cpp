@@ -11,6 +11,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -318,9 +319,9 @@ TEST(TypedRmaErrors, FailuresAreReportedAtTheOriginAndWriteNothing)
  * issue's shape with a smaller first dimension (sizes kRows+1 x 3 x 2 x 2,
  * subsizes kRows x 2 x 1 x 1): put, get and accumulate with it as the target
  * type move exactly its elements. Flattened (two nodes) and, with the
- * flattening limit at 0, lazy (walked from its recipe): then put and get
- * still work, and an accumulate, whose record must carry the flattened
- * form, is refused with RMA_ERR_NOT_SUPPORTED.
+ * flattening limit at 0, lazy (walked from its recipe): then put, get and
+ * accumulate still work (an accumulate record cannot carry a lazy type: the
+ * origin applies it, see LazyTargetAccumulate below).
  */
 class NestedStrideRma : public ::testing::TestWithParam<std::tuple<Kind, bool>>
 {
@@ -375,27 +376,13 @@ TEST_P(NestedStrideRma, SubarrayOfSingleIntsMovesExactlyItsElements)
 		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
 		ASSERT_EQ(back, origin);
 
+		/* Lazy or not, directly reached or not: the accumulate lands on exactly its elements. */
 		std::vector<int> ones(kElements, 1);
-		int rc = rma_accumulate(ones.data(), kElements, RMA_INT, peer, 0, 1, t, RMA_SUM, w.win);
+		ASSERT_EQ(rma_accumulate(ones.data(), kElements, RMA_INT, peer, 0, 1, t, RMA_SUM, w.win), RMA_SUCCESS);
 		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
-		/* A directly reached target takes the ring, whose records carry the flattened form. */
-		if (lazy && kind == Kind::Allocate) {
-			EXPECT_NE(rc, RMA_SUCCESS);
-		}
-		if (lazy && rc != RMA_SUCCESS) {
-			/* A lazy type has none (the origin's locked path for cross-memory targets needs none). */
-			EXPECT_EQ(errorClassOf(rc), RMA_ERR_NOT_SUPPORTED);
-			char msg[RMA_MAX_ERROR_STRING];
-			int len;
-			rma_error_string(rc, msg, &len);
-			EXPECT_NE(std::string(msg).find("too irregular to flatten"), std::string::npos) << msg;
-		} else {
-			ASSERT_EQ(rc, RMA_SUCCESS);
-			for (int k = 0; k < kElements; ++k)
-				++want[at(k)];
-			ASSERT_TRUE(std::equal(want.begin(), want.end(), local))
-				<< "the accumulate wrote other ints than its elements";
-		}
+		for (int k = 0; k < kElements; ++k)
+			++want[at(k)];
+		ASSERT_TRUE(std::equal(want.begin(), want.end(), local)) << "the accumulate wrote other ints than its elements";
 		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
 		EXPECT_EQ(rma_type_free(&t), RMA_SUCCESS);
 		freeWindow(w);
@@ -409,6 +396,196 @@ INSTANTIATE_TEST_SUITE_P(Windows, NestedStrideRma,
 			 [](const ::testing::TestParamInfo<std::tuple<Kind, bool>> &info) {
 				 return std::string(kindName(std::get<0>(info.param))) +
 					(std::get<1>(info.param) ? "_lazy" : "_flattened");
+			 });
+
+/*
+ * Accumulates whose target type is lazy (no flattened form for a record to
+ * carry), to directly mapped targets and through cross-memory attach, with
+ * 3 ranks hitting the same elements at once: SUM through rma_accumulate,
+ * and get_accumulate whose fetched values prove each element was updated
+ * atomically (every rank's fetches of one element, together, are exactly
+ * the values that element went through). Mixed in: contiguous accumulates
+ * on the same ints, which take origin atomics (small) or plain mode
+ * (large), so the origin's typed apply must compose with both.
+ */
+class LazyTargetAccumulate : public ::testing::TestWithParam<std::tuple<Kind, bool>>
+{
+};
+
+TEST_P(LazyTargetAccumulate, SumsAndFetchesAreExactAndAtomic)
+{
+	auto [kind, ringHint] = GetParam();
+	constexpr int kRanks = 3;
+	constexpr int kBlocks = 300;
+	constexpr int kRounds = 12;
+	int status = runRanks(kRanks, [&, kind = kind, ringHint = ringHint](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		int rank, size;
+		rma_comm_rank(RMA_COMM_WORLD, &rank);
+		rma_comm_size(RMA_COMM_WORLD, &size);
+		/* Irregular blocks: block b of 1 + b % 3 ints, gaps of 1 + b % 2 ints. */
+		std::vector<int> lengths(kBlocks), disps(kBlocks);
+		std::vector<size_t> where; /* int index of element k of the type */
+		int at = 0;
+		for (int b = 0; b < kBlocks; ++b) {
+			lengths[b] = 1 + b % 3;
+			disps[b] = at;
+			for (int j = 0; j < lengths[b]; ++j)
+				where.push_back(static_cast<size_t>(at + j));
+			at += lengths[b] + 1 + b % 2;
+		}
+		const int elements = static_cast<int>(where.size());
+		const size_t dataInts = static_cast<size_t>(at);
+		/* The window: the data, then where every rank's fetched values are gathered. */
+		const size_t gatherInts = size_t(kRanks) * kRounds * elements;
+		TestWindow w;
+		rma_info info = RMA_INFO_NULL;
+		if (ringHint) {
+			rma_info_create(&info);
+			rma_info_set(info, "rma_accumulate_path", "ring");
+		}
+		ASSERT_TRUE(makeWindow(kind, (dataInts + gatherInts) * sizeof(int), sizeof(int), w, info));
+		if (info != RMA_INFO_NULL)
+			rma_info_free(&info);
+		auto *local = reinterpret_cast<int *>(w.local);
+		for (size_t i = 0; i < dataInts; ++i)
+			local[i] = static_cast<int>(i) * 1000;
+		std::fill(local + dataInts, local + dataInts + gatherInts, -1);
+
+		rma_datatype t;
+		ASSERT_EQ(rma_type_indexed(kBlocks, lengths.data(), disps.data(), RMA_INT, &t), RMA_SUCCESS);
+		size_t &limit = librma::flattenNodeLimit();
+		const size_t saved = limit;
+		limit = 0;
+		ASSERT_EQ(rma_type_commit(&t), RMA_SUCCESS);
+		limit = saved;
+		ASSERT_TRUE(engine(t).detail->lazy);
+		rma_datatype strided; /* a non-contiguous result type: every other int */
+		ASSERT_EQ(rma_type_vector(elements, 1, 2, RMA_INT, &strided), RMA_SUCCESS);
+		ASSERT_EQ(rma_type_commit(&strided), RMA_SUCCESS);
+		const int target = 0;
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+
+		/* 1. SUM from every rank at once, and contiguous accumulates of 1 to the same ints. */
+		std::vector<int> add(elements);
+		for (int k = 0; k < elements; ++k)
+			add[k] = (rank + 1) * (k + 1);
+		std::vector<int> ones(dataInts, 1);
+		for (int r = 0; r < kRounds; ++r) {
+			ASSERT_EQ(rma_accumulate(add.data(), elements, RMA_INT, target, w.disp(target, 0), 1, t, RMA_SUM,
+						 w.win),
+				  RMA_SUCCESS);
+			int one = 1;
+			size_t i = where[static_cast<size_t>(r * 37) % where.size()];
+			ASSERT_EQ(rma_accumulate(&one, 1, RMA_INT, target, w.disp(target, static_cast<rma_aint>(i)), 1,
+						 RMA_INT, RMA_SUM, w.win),
+				  RMA_SUCCESS);
+			ASSERT_EQ(rma_accumulate(ones.data(), static_cast<int>(dataInts), RMA_INT, target,
+						 w.disp(target, 0), static_cast<int>(dataInts), RMA_INT, RMA_SUM, w.win),
+				  RMA_SUCCESS);
+		}
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		std::vector<int> want(dataInts);
+		for (size_t i = 0; i < dataInts; ++i)
+			want[i] = static_cast<int>(i) * 1000 + size * kRounds;
+		const int perRound = size * (size + 1) / 2; /* sum of (rank + 1) */
+		for (int k = 0; k < elements; ++k)
+			want[where[k]] += kRounds * perRound * (k + 1);
+		for (int r = 0; r < kRounds; ++r)
+			want[where[static_cast<size_t>(r * 37) % where.size()]] += size;
+		if (rank == target) {
+			for (size_t i = 0; i < dataInts; ++i)
+				ASSERT_EQ(local[i], want[i]) << "int " << i;
+		}
+		std::vector<int> before = want;
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+
+		/* 2. One get_accumulate alone: the old values, into a strided result, and the new ones in place. */
+		std::vector<int> result(size_t(2) * elements, -7), contiguous(elements, -7);
+		if (rank == 1) {
+			ASSERT_EQ(rma_get_accumulate(add.data(), elements, RMA_INT, result.data(), 1, strided, target,
+						     w.disp(target, 0), 1, t, RMA_SUM, w.win),
+				  RMA_SUCCESS);
+			/* Ordered after the first (accumulate_ordering): it sees its sums. */
+			ASSERT_EQ(rma_get_accumulate(nullptr, 0, RMA_INT, contiguous.data(), elements, RMA_INT, target,
+						     w.disp(target, 0), 1, t, RMA_NO_OP, w.win),
+				  RMA_SUCCESS);
+		}
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		if (rank == 1) {
+			for (int k = 0; k < elements; ++k) {
+				ASSERT_EQ(result[2 * k], before[where[k]]) << "fetched element " << k;
+				ASSERT_EQ(result[2 * k + 1], -7) << "the result's gap " << k << " was written";
+				ASSERT_EQ(contiguous[k], result[2 * k] + add[k]) << "element " << k;
+			}
+		}
+		std::vector<int> start(elements);
+		if (rank == target) {
+			for (int k = 0; k < elements; ++k)
+				before[where[k]] += 2 * (k + 1);
+			for (size_t i = 0; i < dataInts; ++i)
+				ASSERT_EQ(local[i], before[i]) << "int " << i;
+			for (int k = 0; k < elements; ++k)
+				start[k] = local[where[k]];
+		}
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+
+		/* 3. Every rank fetches-and-adds 1 on every element, kRounds times, all at once. */
+		std::vector<int> fetched(size_t(kRounds) * elements);
+		std::vector<int> inc(elements, 1);
+		for (int r = 0; r < kRounds; ++r) {
+			ASSERT_EQ(rma_get_accumulate(inc.data(), elements, RMA_INT, fetched.data() + size_t(r) * elements,
+						     elements, RMA_INT, target, w.disp(target, 0), 1, t, RMA_SUM, w.win),
+				  RMA_SUCCESS);
+			if (r % 4 == 0) {
+				int one = 1;
+				ASSERT_EQ(rma_accumulate(&one, 1, RMA_INT, target, w.disp(target, 0), 1, RMA_INT, RMA_SUM,
+							 w.win),
+					  RMA_SUCCESS);
+			}
+		}
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		ASSERT_EQ(rma_put(fetched.data(), static_cast<int>(fetched.size()), RMA_INT, target,
+				  w.disp(target, static_cast<rma_aint>(dataInts + size_t(rank) * kRounds * elements)),
+				  static_cast<int>(fetched.size()), RMA_INT, w.win),
+			  RMA_SUCCESS);
+		ASSERT_EQ(rma_win_fence(0, w.win), RMA_SUCCESS);
+		if (rank == target) {
+			const int *all = local + dataInts;
+			const int extra = size * ((kRounds + 3) / 4); /* the single-int adds on int 0 */
+			for (int k = 0; k < elements; ++k) {
+				std::vector<int> seen;
+				for (int r = 0; r < size; ++r)
+					for (int x = 0; x < kRounds; ++x)
+						seen.push_back(all[(size_t(r) * kRounds + x) * elements + k]);
+				std::sort(seen.begin(), seen.end());
+				/* Atomic fetch-and-adds of 1 see every value once (int 0 also gets single adds between). */
+				ASSERT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end())
+					<< "element " << k << " was fetched twice at one value: not atomic";
+				ASSERT_GE(seen.front(), start[k]) << "element " << k;
+				if (where[k] != 0) {
+					ASSERT_EQ(seen.front(), start[k]) << "element " << k;
+					ASSERT_EQ(seen.back(), start[k] + size * kRounds - 1) << "element " << k;
+				}
+				const int adds = size * kRounds + (where[k] == 0 ? extra : 0);
+				ASSERT_EQ(local[where[k]], start[k] + adds) << "element " << k;
+			}
+		}
+		ASSERT_EQ(rma_win_fence(RMA_MODE_NOSUCCEED, w.win), RMA_SUCCESS);
+		EXPECT_EQ(rma_type_free(&t), RMA_SUCCESS);
+		EXPECT_EQ(rma_type_free(&strided), RMA_SUCCESS);
+		freeWindow(w);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Windows, LazyTargetAccumulate,
+			 ::testing::Values(std::make_tuple(Kind::Allocate, false), std::make_tuple(Kind::Allocate, true),
+					   std::make_tuple(Kind::Shared, false), std::make_tuple(Kind::CreatePlain, false)),
+			 [](const ::testing::TestParamInfo<std::tuple<Kind, bool>> &info) {
+				 return std::string(kindName(std::get<0>(info.param))) +
+					(std::get<1>(info.param) ? "_ring" : "_auto");
 			 });
 
 } /* namespace */
