@@ -57,6 +57,8 @@ void printUsage(FILE *out)
 		     "                       rank is bound to, else the last CPU, shared)\n"
 		     "  -x VAR[=VALUE]       set VAR to VALUE in the ranks' environment (repeatable);\n"
 		     "                       -x VAR passes rmarun's own VAR and fails if it is unset\n"
+		     "      --report         print one line before starting: the topology, and\n"
+		     "                       where each rank is bound (the placement used)\n"
 		     "  -v, --verbose        report bindings, progress and exits on stderr\n"
 		     "  -h, --help           show this help and exit\n"
 		     "      --version        show the version and exit\n"
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "rmarun: environment variable %s\n", bad.c_str());
 		return 2;
 	}
-	enum { OptBind = 256, OptMapBy, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore };
+	enum { OptBind = 256, OptMapBy, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore, OptReport };
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },
 		{ "bind", required_argument, nullptr, OptBind },
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, nullptr, 'v' },
 		{ "help", no_argument, nullptr, 'h' },
 		{ "version", no_argument, nullptr, OptVersion },
+		{ "report", no_argument, nullptr, OptReport },
 		{ nullptr, 0, nullptr, 0 },
 	};
 
@@ -150,6 +153,7 @@ int main(int argc, char **argv)
 	bool haveRanks = false;
 	const char *progress = nullptr;
 	long progressCore = -1;
+	bool report = false;
 	int opt;
 	/* '+': stop at the program's name, so its own options stay its own. */
 	while ((opt = getopt_long(argc, argv, "+n:x:vh", longOptions, nullptr)) != -1) {
@@ -226,6 +230,9 @@ int main(int argc, char **argv)
 			progressCore = n;
 			break;
 		}
+		case OptReport:
+			report = true;
+			break;
 		case 'v':
 			options.verbose = true;
 			break;
@@ -277,6 +284,35 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "rmarun: progress %s (%s); agent core %s (%s)%s\n", mode, modeSource,
 			     core ? core : "unpinned", coreSource,
 			     std::strcmp(mode, "agent") ? ", used in agent mode only" : ", agent in rank 0");
+	}
+
+	if (report) {
+		/* One line: what the machine looks like and where each rank goes. */
+		const librma::Topology &topology = librma::Topology::system();
+		static const char *const bindNames[] = { "none", "core", "numa" };
+		static const char *const mapNames[] = { "default", "core", "numa", "l3" };
+		std::string line = "rmarun: placement: " + std::to_string(options.nranks) + " ranks; topology ";
+		line.append(topology.source())
+			.append(" (")
+			.append(std::to_string(topology.packageCount()))
+			.append(" packages, ")
+			.append(std::to_string(topology.nodeCount()))
+			.append(" NUMA nodes, ")
+			.append(std::to_string(topology.l3Count()))
+			.append(" L3, ")
+			.append(std::to_string(topology.cores().size()))
+			.append(" cores); allowed CPUs ")
+			.append(librma::cpuListText(allowed))
+			.append("; bind ")
+			.append(bindNames[static_cast<int>(options.bind)])
+			.append(", map-by ")
+			.append(mapNames[static_cast<int>(options.mapBy)])
+			.append(":");
+		for (int rank = 0; rank < options.nranks; ++rank) {
+			librma::Binding b = librma::bindingFor(options.bind, options.mapBy, rank, allowed, &topology);
+			line.append(" ").append(std::to_string(rank)).append("=").append(b.text);
+		}
+		std::fprintf(stderr, "%s\n", line.c_str());
 	}
 
 	/* Once, so that a slow job on a small host is not a mystery. */

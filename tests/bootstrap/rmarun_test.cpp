@@ -172,6 +172,15 @@ TEST_F(RmarunTest, BindCoreTakesWholePhysicalCoresAndMapByOrdersThem)
 			 "/bin/sh", "-c", show });
 	EXPECT_EQ(r.status, 0) << r.err;
 	EXPECT_EQ(sortedLines(r.out), (std::vector<std::string>{ "0 core:0 0", "1 core:1 1" })) << r.out;
+	/* --report says what it used, in one line. */
+	r = runCommand({ "/usr/bin/env", "HWLOC_SYNTHETIC=pack:1 l3:2 core:1 pu:1", rmarun_, "-n", "3", "--map-by", "l3",
+			 "--report", "/bin/true" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.err.find("rmarun: placement: 3 ranks; topology hwloc (HWLOC_SYNTHETIC=pack:1 l3:2 core:1 pu:1) (1 "
+			     "packages, 1 NUMA nodes, 2 L3, 2 cores)"),
+		  std::string::npos)
+		<< r.err;
+	EXPECT_NE(r.err.find("bind core, map-by l3: 0=core:0 1=core:1 2=core:0"), std::string::npos) << r.err;
 	r = rmarun({ "-n", "1", "--map-by", "socket", "/bin/true" });
 	EXPECT_EQ(r.status, 2);
 	EXPECT_NE(r.err.find("--map-by wants core, numa or l3"), std::string::npos) << r.err;
@@ -292,7 +301,7 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	CommandResult r = rmarun({ "--help" });
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
-	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
+	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--report", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
 	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }
