@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmatune as its users run it: probe's JSON profile (keys, matrix shapes,
+ * positive finite medians, empty diagonal), a topology injected through
+ * HWLOC_SYNTHETIC, --output, --plot's SVG heatmaps, the tables, and bad
+ * usage. Effort quick: this checks behaviour and shape, never speed.
+ */
+#include <gtest/gtest.h>
+
+#include <sched.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/multiproc.h"
+
+using librma::test::CommandResult;
+using librma::test::readFile;
+using librma::test::runCommand;
+using librma::test::ScratchDir;
+using nlohmann::json;
+
+namespace {
+
+std::string rmatune()
+{
+	const char *v = std::getenv("RMA_BUILD_ROOT");
+	return std::string(v ? v : "").append("/tools/rmatune");
+}
+
+CommandResult run(const std::vector<std::string> &args, const std::string &synthetic = "")
+{
+	std::vector<std::string> argv;
+	if (!synthetic.empty()) {
+		argv.push_back("env");
+		argv.push_back(std::string("HWLOC_SYNTHETIC=").append(synthetic));
+	}
+	argv.push_back(rmatune());
+	argv.insert(argv.end(), args.begin(), args.end());
+	return runCommand(argv, 120);
+}
+
+/* CPUs this test may run on; rmatune sees the same. */
+int allowedCpuCount()
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return -1;
+	return CPU_COUNT(&set);
+}
+
+bool positiveFinite(const json &v)
+{
+	return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
+}
+
+/* @m is an @rows x @cols array of arrays. */
+void expectShape(const json &m, std::size_t rows, std::size_t cols, const std::string &what)
+{
+	ASSERT_TRUE(m.is_array()) << what;
+	ASSERT_EQ(m.size(), rows) << what;
+	for (const json &row : m) {
+		ASSERT_TRUE(row.is_array()) << what;
+		EXPECT_EQ(row.size(), cols) << what;
+	}
+}
+
+/* The checks every profile passes, whatever the topology. */
+void expectProfile(const json &p)
+{
+	for (const char *key : { "schema", "schema_version", "tool", "timestamp", "host", "topology", "measurement",
+				 "core_to_core", "memory" })
+		EXPECT_TRUE(p.contains(key)) << key;
+	EXPECT_EQ(p["schema"], "rmatune-profile");
+	EXPECT_EQ(p["schema_version"], 1);
+	EXPECT_FALSE(p["host"]["hostname"].get<std::string>().empty());
+	EXPECT_FALSE(p["host"]["kernel"].get<std::string>().empty());
+	EXPECT_EQ(p["measurement"]["effort"], "quick");
+	EXPECT_GT(p["measurement"]["duration_seconds"].get<double>(), 0);
+
+	const json &t = p["topology"];
+	for (const char *key : { "source", "identity", "description", "packages", "l3_domains", "numa_nodes", "cores",
+				 "allowed_cpus", "huge_pages" })
+		EXPECT_TRUE(t.contains(key)) << key;
+	EXPECT_EQ(t["identity"].get<std::string>().rfind("fnv1a64:", 0), 0u);
+	EXPECT_TRUE(t["huge_pages"]["total"].is_number());
+	EXPECT_TRUE(t["huge_pages"]["free"].is_number());
+	EXPECT_EQ(t["huge_pages"]["page_size_bytes"], 2u << 20);
+	for (const json &n : t["numa_nodes"]) {
+		EXPECT_TRUE(n["cpus"].is_array());
+		EXPECT_TRUE(n["has_memory"].is_boolean());
+	}
+
+	/* Core to core: one row and column per measured core, empty diagonal, every pair measured. */
+	const json &cc = p["core_to_core"];
+	EXPECT_EQ(cc["unit"], "ns");
+	const std::size_t n = cc["cores"].size();
+	EXPECT_EQ(cc["cpus"].size(), n);
+	for (const char *k : { "median", "min", "p25", "p75", "max" })
+		expectShape(cc[k], n, n, std::string("core_to_core.").append(k));
+	EXPECT_EQ(cc["pairs"]["mode"], "all");
+	EXPECT_EQ(cc["pairs"]["measured"].get<std::size_t>(), n * (n - 1) / 2);
+	for (std::size_t i = 0; i < n; ++i)
+		for (std::size_t j = 0; j < n; ++j) {
+			if (i == j) {
+				EXPECT_TRUE(cc["median"][i][j].is_null()) << i;
+				continue;
+			}
+			EXPECT_TRUE(positiveFinite(cc["median"][i][j])) << i << "," << j;
+			EXPECT_LE(cc["min"][i][j].get<double>(), cc["median"][i][j].get<double>());
+			EXPECT_LE(cc["median"][i][j].get<double>(), cc["max"][i][j].get<double>());
+			EXPECT_LE(cc["p25"][i][j].get<double>(), cc["p75"][i][j].get<double>());
+			EXPECT_EQ(cc["median"][i][j], cc["median"][j][i]);
+		}
+	EXPECT_GT(cc["method"]["round_trips_per_sample"].get<int>(), 0);
+	EXPECT_GT(cc["method"]["samples_per_pair"].get<int>(), 0);
+
+	/* Node to node: rows are nodes with allowed cores, columns nodes with memory. */
+	const json &m = p["memory"];
+	std::size_t withMemory = 0;
+	for (const json &node : t["numa_nodes"])
+		withMemory += node["has_memory"].get<bool>() ? 1 : 0;
+	const std::size_t rows = m["from_nodes"].size(), cols = m["to_nodes"].size();
+	EXPECT_GE(rows, 1u);
+	EXPECT_LE(rows, t["numa_nodes"].size());
+	EXPECT_EQ(cols, withMemory);
+	for (const char *part : { "latency", "bandwidth" }) {
+		for (const char *k : { "median", "min", "p25", "p75", "max" })
+			expectShape(m[part][k], rows, cols, std::string(part).append(".").append(k));
+		for (std::size_t r = 0; r < rows; ++r)
+			for (std::size_t c = 0; c < cols; ++c) {
+				EXPECT_TRUE(positiveFinite(m[part]["median"][r][c])) << part << " " << r << "," << c;
+				EXPECT_LE(m[part]["min"][r][c].get<double>(), m[part]["max"][r][c].get<double>());
+			}
+	}
+	EXPECT_EQ(m["latency"]["unit"], "ns");
+	EXPECT_EQ(m["bandwidth"]["unit"], "GB/s");
+	EXPECT_GE(m["method"]["buffer_bytes"].get<std::size_t>(), 64u << 20);
+	EXPECT_GT(m["method"]["latency_samples"].get<int>(), 0);
+}
+
+TEST(RmatuneTest, ProbeJsonIsAWellFormedProfile)
+{
+	CommandResult r = run({ "probe", "--effort", "quick", "--format", "json" });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json p = json::parse(r.out, nullptr, false);
+	ASSERT_FALSE(p.is_discarded()) << r.out;
+	expectProfile(p);
+	/* This host's cores, as many as this process may use (one thread per core here: no SMT assumed). */
+	const json &cc = p["core_to_core"];
+	int cpus = allowedCpuCount();
+	ASSERT_GT(cpus, 0);
+	EXPECT_GE(cc["cores"].size(), 1u);
+	EXPECT_LE(cc["cores"].size(), static_cast<std::size_t>(cpus));
+	EXPECT_EQ(p["topology"]["source"].get<std::string>().find("HWLOC_SYNTHETIC"), std::string::npos);
+}
+
+TEST(RmatuneTest, InjectedTopologyIsReportedAndMeasuredOnAllowedCores)
+{
+	CommandResult r = run({ "probe", "--effort", "quick", "--format", "json" }, "pack:1 numa:1 l3:1 core:2 pu:1");
+	ASSERT_EQ(r.status, 0) << r.err;
+	json p = json::parse(r.out, nullptr, false);
+	ASSERT_FALSE(p.is_discarded()) << r.out;
+	expectProfile(p);
+	const json &t = p["topology"];
+	EXPECT_NE(t["source"].get<std::string>().find("HWLOC_SYNTHETIC"), std::string::npos) << t["source"];
+	EXPECT_EQ(t["cores"].size(), 2u);
+	EXPECT_EQ(t["numa_nodes"].size(), 1u);
+	EXPECT_EQ(t["packages"], 1);
+	EXPECT_EQ(t["l3_domains"], 1);
+	for (const json &c : t["cores"])
+		EXPECT_EQ(c["cpus"].size(), 1u);
+	/* Both synthetic cores (CPUs 0 and 1) are measured when this process may use both. */
+	if (allowedCpuCount() >= 2 && p["topology"]["allowed_cpus"][0] == 0 && p["topology"]["allowed_cpus"][1] == 1) {
+		EXPECT_EQ(p["core_to_core"]["cores"].size(), 2u);
+		EXPECT_EQ(p["core_to_core"]["pairs"]["measured"], 1);
+	}
+}
+
+TEST(RmatuneTest, SyntheticMultiNodeTopologyGivesNodeSizedMatrices)
+{
+	/* Four nodes with memory: four columns, measured from the nodes whose cores we may use. */
+	CommandResult r = run({ "probe", "--effort", "quick", "--format", "json" }, "pack:2 numa:2 l3:1 core:1 pu:1");
+	ASSERT_EQ(r.status, 0) << r.err;
+	json p = json::parse(r.out, nullptr, false);
+	ASSERT_FALSE(p.is_discarded()) << r.out;
+	expectProfile(p);
+	EXPECT_EQ(p["topology"]["numa_nodes"].size(), 4u);
+	EXPECT_EQ(p["memory"]["to_nodes"].size(), 4u);
+	EXPECT_EQ(p["topology"]["packages"], 2);
+}
+
+TEST(RmatuneTest, IdentityDependsOnTheTopologyNotOnTheRun)
+{
+	CommandResult a = run({ "probe", "--effort", "quick", "--format", "json" }, "pack:1 numa:1 l3:1 core:2 pu:1");
+	CommandResult b = run({ "probe", "--effort", "quick", "--format", "json" }, "pack:1 numa:1 l3:1 core:2 pu:1");
+	CommandResult c = run({ "probe", "--effort", "quick", "--format", "json" }, "pack:1 numa:1 l3:1 core:2 pu:2");
+	ASSERT_EQ(a.status, 0) << a.err;
+	ASSERT_EQ(b.status, 0) << b.err;
+	ASSERT_EQ(c.status, 0) << c.err;
+	json pa = json::parse(a.out), pb = json::parse(b.out), pc = json::parse(c.out);
+	EXPECT_EQ(pa["topology"]["identity"], pb["topology"]["identity"]);
+	EXPECT_NE(pa["topology"]["identity"], pc["topology"]["identity"]);
+}
+
+TEST(RmatuneTest, TableAndOutputFile)
+{
+	ScratchDir dir;
+	std::string file = dir.file("profile.json");
+	CommandResult r = run({ "probe", "--effort", "quick", "--output", file });
+	ASSERT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.out.find("topology:"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("core-to-core cache-line round trip"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("memory latency"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("memory bandwidth"), std::string::npos) << r.out;
+	json p = json::parse(readFile(file), nullptr, false);
+	ASSERT_FALSE(p.is_discarded()) << readFile(file);
+	expectProfile(p);
+}
+
+/* An SVG file parses as XML and is an <svg> with @rects cells or more. */
+void expectSvg(const std::string &path, int rects)
+{
+	std::string text = readFile(path);
+	ASSERT_FALSE(text.empty()) << path;
+	CommandResult r = runCommand({ "python3", "-c",
+				       "import sys, xml.dom.minidom as m\n"
+				       "d = m.parse(sys.argv[1])\n"
+				       "assert d.documentElement.tagName == 'svg'\n"
+				       "print(len(d.getElementsByTagName('rect')))\n",
+				       path },
+				     30);
+	ASSERT_EQ(r.status, 0) << r.err << text;
+	EXPECT_GE(std::atoi(r.out.c_str()), rects) << text;
+}
+
+TEST(RmatuneTest, PlotWritesHeatmaps)
+{
+	ScratchDir dir;
+	std::string plots = dir.file("plots"); /* created by rmatune */
+	CommandResult r = run({ "probe", "--effort", "quick", "--format", "json", "--plot", plots });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json p = json::parse(r.out);
+	const int n = static_cast<int>(p["core_to_core"]["cores"].size());
+	const int rows = static_cast<int>(p["memory"]["from_nodes"].size());
+	const int cols = static_cast<int>(p["memory"]["to_nodes"].size());
+	/* Background + cells + legend. */
+	expectSvg(plots + "/core_to_core.svg", 2 + n * n);
+	expectSvg(plots + "/memory_latency.svg", 2 + rows * cols);
+	expectSvg(plots + "/memory_bandwidth.svg", 2 + rows * cols);
+}
+
+TEST(RmatuneTest, BadUsageExitsTwoWithAMessage)
+{
+	const std::vector<std::vector<std::string>> bad = {
+		{},
+		{ "frobnicate" },
+		{ "probe", "--effort", "fast" },
+		{ "probe", "--format", "xml" },
+		{ "probe", "--pairs", "some" },
+		{ "probe", "--pairs", "sample:0" },
+		{ "probe", "--no-such-option" },
+	};
+	for (const auto &args : bad) {
+		CommandResult r = run(args);
+		std::string line;
+		for (const std::string &a : args)
+			line.append(a).append(" ");
+		EXPECT_EQ(r.status, 2) << line << r.err;
+		EXPECT_NE(r.err.find("rmatune"), std::string::npos) << line << r.err;
+		EXPECT_TRUE(r.out.empty()) << line << r.out;
+	}
+}
+
+TEST(RmatuneTest, SweepAndRecommendAreNotImplementedYet)
+{
+	for (const std::vector<std::string> &args :
+	     { std::vector<std::string>{ "sweep", "--", "true" }, std::vector<std::string>{ "sweep" },
+	       std::vector<std::string>{ "recommend" } }) {
+		CommandResult r = run(args);
+		EXPECT_EQ(r.status, 2) << args[0];
+		EXPECT_NE(r.err.find("not implemented yet"), std::string::npos) << r.err;
+	}
+}
+
+TEST(RmatuneTest, HelpExitsZero)
+{
+	CommandResult r = run({ "probe", "--help" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.out.find("--effort"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("--pairs"), std::string::npos) << r.out;
+}
+
+} /* namespace */
