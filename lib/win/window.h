@@ -301,8 +301,10 @@ public:
 	 * Bracket an origin-atomic operation on @target (see accumulate.cpp,
 	 * "Plain mode"): false, with nothing to undo, when the target's
 	 * consumer is applying with plain stores (then take another path).
+	 * Always inline: the fast paths (atomicSmall, casSmall) otherwise call
+	 * both out of line and spill their live registers around the calls.
 	 */
-	bool enterFastOp(int target)
+	[[gnu::always_inline]] bool enterFastOp(int target)
 	{
 		if (!plainCapable_)
 			return true;
@@ -316,7 +318,7 @@ public:
 		myFastOp_->store(0, std::memory_order_relaxed);
 		return false;
 	}
-	void leaveFastOp()
+	[[gnu::always_inline]] void leaveFastOp()
 	{
 		if (plainCapable_)
 			/* Release: pairs with the applier's acquire of fastOp; our RMW is done before it goes plain. */
