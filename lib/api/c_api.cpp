@@ -1124,8 +1124,8 @@ RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare
 		if (badPointer(origin_addr) || badPointer(compare_addr) || badPointer(result_addr))
 			return makeError(RMA_ERR_BUFFER,
 					 "rma_compare_and_swap: a buffer (origin, compare or result) is NULL or in the first page");
-		return w.compareAndSwap("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
-					target_disp, nullptr);
+		return w.casSmall("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
+				  target_disp);
 	});
 }
 

@@ -530,22 +530,11 @@ template <typename V> void pairDispatch(Op op, void *tv, void *ti, const Bytes *
 
 template <typename U> void casOne(void *target, const void *compare, const void *origin, void *old) noexcept
 {
+	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(U) - 1)) == 0)
+		return compareAndSwapAligned<U>(target, compare, origin, old);
 	U expected, desired;
 	std::memcpy(&expected, compare, sizeof(U));
 	std::memcpy(&desired, origin, sizeof(U));
-	if ((reinterpret_cast<uintptr_t>(target) & (sizeof(U) - 1)) == 0) {
-		/*
-		 * Strong: a spurious failure would report a miss that did not happen.
-		 * Relaxed: atomic per element is all MPI asks (see atomicKernel()).
-		 * On failure @expected holds the current value; on success it already
-		 * equals the old one.
-		 */
-		std::atomic_ref<U>(*static_cast<U *>(target))
-			.compare_exchange_strong(expected, desired, std::memory_order_relaxed,
-						 std::memory_order_relaxed);
-		std::memcpy(old, &expected, sizeof(U));
-		return;
-	}
 	U cur;
 	std::memcpy(&cur, target, sizeof(U));
 	std::memcpy(old, &cur, sizeof(U));

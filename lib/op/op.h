@@ -417,6 +417,40 @@ void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, 
  */
 void compareAndSwap(uint8_t elem, void *target, const void *compare, const void *origin, void *old) noexcept;
 
+/* Every type compare-and-swap takes has 1, 2, 4 or 8 bytes: compareAndSwapAligned() covers them all. */
+static_assert([] {
+	for (uint32_t e = 0; e < kElemLimit; ++e) {
+		const uint32_t b = elemBytes(static_cast<uint8_t>(e));
+		if (compareAndSwapAllowed(static_cast<uint8_t>(e)) && b != 1 && b != 2 && b != 4 && b != 8)
+			return false;
+	}
+	return true;
+}());
+
+/**
+ * @brief compareAndSwap() of one @p U (a 1, 2, 4 or 8-byte unsigned type)
+ *        at a @p target aligned to sizeof(U): the inline path of
+ *        rma_compare_and_swap (Window::casSmall) and compareAndSwap()'s
+ *        atomic case. @p compare, @p origin and @p old have any alignment.
+ */
+template<typename U>
+inline void compareAndSwapAligned(void *target, const void *compare, const void *origin, void *old) noexcept
+{
+	U expected, desired;
+	std::memcpy(&expected, compare, sizeof(U));
+	std::memcpy(&desired, origin, sizeof(U));
+	/*
+	 * Strong: a spurious failure would report a miss that did not happen.
+	 * Relaxed: atomic per element is all MPI asks, as for fetchAdd64() (on
+	 * x86 a locked cmpxchg is a full barrier regardless). On failure
+	 * @expected holds the current value; on success it already equals the
+	 * old one.
+	 */
+	std::atomic_ref<U>(*static_cast<U *>(target))
+		.compare_exchange_strong(expected, desired, std::memory_order_relaxed, std::memory_order_relaxed);
+	std::memcpy(old, &expected, sizeof(U));
+}
+
 /** @brief True when fetchAdd64() may stand for applyOp(@p op, @p elem, ...) with n == 1. */
 constexpr bool isFetchAdd64(Op op, uint8_t elem)
 {

@@ -250,11 +250,61 @@ public:
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	/*
+	 * The inline part of compare_and_swap, under atomicSmall()'s conditions:
+	 * a predefined type compare-and-swap takes, an open epoch, a Direct
+	 * target that takes origin atomics, nothing of ours queued to it, in
+	 * bounds and naturally aligned: one hardware compare-exchange, as
+	 * compareAndSwap() does there. Everything else (PROC_NULL, misaligned
+	 * targets, the ring and the apply lock, every error) goes to
+	 * compareAndSwap(). The caller has checked the three buffers (badPointer()).
+	 */
+	[[gnu::always_inline]] int casSmall(const char *call, const void *origin, const void *compare, void *result,
+					    rma_datatype type, int target, rma_aint disp)
+	{
+		const Datatype *d = predefinedDatatype(type);
+		if (d && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
+		    accFast_[target] && accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
+			const uint8_t elem = d->handleIndex;
+			const rma_aint bytes = elemBytes(elem);
+			const TargetView &t = targets_[target];
+			rma_aint offset;
+			if (compareAndSwapAllowed(elem) && disp >= 0 &&
+			    !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
+			    offset <= t.size - bytes) [[likely]] {
+				std::byte *addr = t.base + offset;
+				if ((reinterpret_cast<uintptr_t>(addr) & static_cast<uintptr_t>(bytes - 1)) == 0 &&
+				    enterFastOp(target)) [[likely]] {
+					/* Relaxed compare-exchange (compareAndSwapAligned): atomic per element, as compareAndSwap(). */
+					switch (bytes) {
+					case 1:
+						compareAndSwapAligned<uint8_t>(addr, compare, origin, result);
+						break;
+					case 2:
+						compareAndSwapAligned<uint16_t>(addr, compare, origin, result);
+						break;
+					case 4:
+						compareAndSwapAligned<uint32_t>(addr, compare, origin, result);
+						break;
+					default: /* 8: the only other size compare-and-swap takes (op.h) */
+						compareAndSwapAligned<uint64_t>(addr, compare, origin, result);
+						break;
+					}
+					leaveFastOp();
+					pendingOps_ = true;
+					return RMA_SUCCESS;
+				}
+			}
+		}
+		return compareAndSwap(call, origin, compare, result, type, target, disp, nullptr);
+	}
+	/*
 	 * Bracket an origin-atomic operation on @target (see accumulate.cpp,
 	 * "Plain mode"): false, with nothing to undo, when the target's
 	 * consumer is applying with plain stores (then take another path).
+	 * Always inline: the fast paths (atomicSmall, casSmall) otherwise call
+	 * both out of line and spill their live registers around the calls.
 	 */
-	bool enterFastOp(int target)
+	[[gnu::always_inline]] bool enterFastOp(int target)
 	{
 		if (!plainCapable_)
 			return true;
@@ -268,7 +318,7 @@ public:
 		myFastOp_->store(0, std::memory_order_relaxed);
 		return false;
 	}
-	void leaveFastOp()
+	[[gnu::always_inline]] void leaveFastOp()
 	{
 		if (plainCapable_)
 			/* Release: pairs with the applier's acquire of fastOp; our RMW is done before it goes plain. */
