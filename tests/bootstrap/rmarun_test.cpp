@@ -45,7 +45,8 @@ protected:
 	std::string client_;
 };
 
-std::vector<int> allowedCpusOfThisProcess()
+/* The CPUs this process may use, as rmarun sees them. */
+std::vector<int> allowedCpus()
 {
 	cpu_set_t set;
 	std::vector<int> cpus;
@@ -158,7 +159,7 @@ TEST_F(RmarunTest, VerboseReportsBindingsAndExits)
  */
 TEST_F(RmarunTest, BindCoreTakesWholePhysicalCoresAndMapByOrdersThem)
 {
-	std::vector<int> cpus = allowedCpusOfThisProcess();
+	std::vector<int> cpus = allowedCpus();
 	if (cpus.size() < 2 || cpus[0] != 0 || cpus[1] != 1)
 		GTEST_SKIP() << "needs CPUs 0 and 1";
 	const std::string show = "echo $RMA_RANK $RMA_BIND $(grep Cpus_allowed_list /proc/self/status | cut -f2)";
@@ -188,18 +189,6 @@ TEST_F(RmarunTest, BindCoreTakesWholePhysicalCoresAndMapByOrdersThem)
 
 /* What each rank finds in RMA_PROGRESS and RMA_PROGRESS_CORE ("-" when unset). */
 const char kShowProgress[] = "echo $RMA_RANK ${RMA_PROGRESS:--} ${RMA_PROGRESS_CORE:--}";
-
-/* The CPUs this process may use, as rmarun sees them. */
-std::vector<int> allowedCpus()
-{
-	cpu_set_t set;
-	std::vector<int> cpus;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-			if (CPU_ISSET(cpu, &set))
-				cpus.push_back(cpu);
-	return cpus;
-}
 
 TEST_F(RmarunTest, ProgressOptionsReachEveryRank)
 {

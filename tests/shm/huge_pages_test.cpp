@@ -6,6 +6,7 @@
 #include "shm/segment.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <linux/mempolicy.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -70,10 +71,24 @@ TEST(FreeHugePagesTest, IsFreeMinusReserved)
 class HugePoolTest : public ::testing::Test
 {
 protected:
+	/*
+	 * The pool is the host's: two test runs at once (two build trees, a
+	 * CI run beside a developer's) would size it under each other. They
+	 * take turns through an flock held for the whole test.
+	 */
+	void SetUp() override
+	{
+		lock_ = open("/dev/shm/librma-hugepool-test.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (lock_ >= 0)
+			while (flock(lock_, LOCK_EX) < 0 && errno == EINTR)
+				;
+	}
 	void TearDown() override
 	{
 		if (saved_ >= 0)
 			writeCounter(kNrHugePages, saved_);
+		if (lock_ >= 0)
+			close(lock_); /* drops the lock */
 	}
 
 	/* Size the pool to @pages (false with the reason in skip_ if we may not). */
@@ -108,6 +123,7 @@ protected:
 
 private:
 	long saved_ = -1;
+	int lock_ = -1;
 };
 
 TEST_F(HugePoolTest, HugeSegmentUsesTwoMiBPages)

@@ -166,4 +166,24 @@ CapturedStdio captureStdio(const std::function<void()> &fn)
 	return captured;
 }
 
+int svgElements(const std::string &path, const char *tag, std::string &err)
+{
+	if (readFile(path).empty()) {
+		err = path + " is missing or empty";
+		return -1;
+	}
+	CommandResult r = runCommand({ "python3", "-c",
+				       "import sys, xml.dom.minidom as m\n"
+				       "d = m.parse(sys.argv[1])\n"
+				       "assert d.documentElement.tagName == 'svg'\n"
+				       "print(len(d.getElementsByTagName(sys.argv[2])))\n",
+				       path, tag },
+				     30);
+	if (r.status != 0) {
+		err = r.err;
+		return -1;
+	}
+	return std::atoi(r.out.c_str());
+}
+
 } /* namespace librma::test */

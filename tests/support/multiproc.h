@@ -80,6 +80,13 @@ struct CommandResult {
  */
 CommandResult runCommand(const std::vector<std::string> &argv, double timeoutSeconds = 30);
 
+/*
+ * How many <@tag> elements the SVG file @path holds, parsed as XML (by
+ * python3's minidom); -1 if it is missing, does not parse or is not an
+ * <svg> (then @err says why).
+ */
+int svgElements(const std::string &path, const char *tag, std::string &err);
+
 struct CapturedStdio {
 	std::string out;
 	std::string err;

@@ -380,17 +380,8 @@ TEST(RmabenchTest, StartsItsOwnJobWithoutRmarun)
 /* An SVG file parses as XML, is an <svg>, and draws @lines polylines. */
 void expectSvg(const std::string &path, int polylines)
 {
-	std::string text = readFile(path);
-	ASSERT_FALSE(text.empty()) << path;
-	CommandResult r = runCommand({ "python3", "-c",
-				       "import sys, xml.dom.minidom as m\n"
-				       "d = m.parse(sys.argv[1])\n"
-				       "assert d.documentElement.tagName == 'svg'\n"
-				       "print(len(d.getElementsByTagName('polyline')))\n",
-				       path },
-				     30);
-	ASSERT_EQ(r.status, 0) << r.err << text;
-	EXPECT_EQ(std::atoi(r.out.c_str()), polylines) << text;
+	std::string err;
+	EXPECT_EQ(librma::test::svgElements(path, "polyline", err), polylines) << path << ": " << err;
 }
 
 TEST(RmabenchTest, PlotDrawsOneOrSeveralRuns)

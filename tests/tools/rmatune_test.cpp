@@ -226,17 +226,8 @@ TEST(RmatuneTest, TableAndOutputFile)
 /* An SVG file parses as XML and is an <svg> with @rects cells or more. */
 void expectSvg(const std::string &path, int rects)
 {
-	std::string text = readFile(path);
-	ASSERT_FALSE(text.empty()) << path;
-	CommandResult r = runCommand({ "python3", "-c",
-				       "import sys, xml.dom.minidom as m\n"
-				       "d = m.parse(sys.argv[1])\n"
-				       "assert d.documentElement.tagName == 'svg'\n"
-				       "print(len(d.getElementsByTagName('rect')))\n",
-				       path },
-				     30);
-	ASSERT_EQ(r.status, 0) << r.err << text;
-	EXPECT_GE(std::atoi(r.out.c_str()), rects) << text;
+	std::string err;
+	EXPECT_GE(librma::test::svgElements(path, "rect", err), rects) << path << ": " << err;
 }
 
 TEST(RmatuneTest, PlotWritesHeatmaps)

@@ -26,11 +26,6 @@ using namespace rmatest;
 
 namespace {
 
-#define EXPECT_CLASS(call, cls)                                                                  \
-	do {                                                                                     \
-		int rc_ = (call);                                                                \
-		EXPECT_EQ(errorClassOf(rc_), (cls)) << #call << ": " << errorText(rc_);          \
-	} while (0)
 
 struct DoubleInt {
 	double v;

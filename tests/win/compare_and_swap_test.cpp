@@ -29,11 +29,6 @@ using namespace rmatest;
 
 namespace {
 
-#define EXPECT_CLASS(call, cls)                                                                  \
-	do {                                                                                     \
-		int rc_ = (call);                                                                \
-		EXPECT_EQ(errorClassOf(rc_), (cls)) << #call << ": " << errorText(rc_);          \
-	} while (0)
 
 /* An info object with rma_accumulate_path=ring (@ring), or RMA_INFO_NULL. */
 rma_info ringInfo(bool ring)

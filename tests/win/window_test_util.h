@@ -168,6 +168,13 @@ inline std::string errorText(int code)
 	return std::string(buf, len);
 }
 
+/* EXPECT that @call returns an error of class @cls, showing the call and its message. */
+#define EXPECT_CLASS(call, cls)                                                                  \
+	do {                                                                                     \
+		int rc_ = (call);                                                                \
+		EXPECT_EQ(errorClassOf(rc_), (cls)) << #call << ": " << errorText(rc_);          \
+	} while (0)
+
 /* ---- Helpers for multi-rank bodies (call inside a rank, after rma_init) ---- */
 
 inline int worldRank()
