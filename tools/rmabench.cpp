@@ -151,6 +151,7 @@ void addTestOptions(CLI::App &app, Options &o, TestArgs &t)
 	app.add_option("--timeout", o.timeout, "give up after SECS (default 600)")->check(CLI::PositiveNumber);
 	app.add_flag("--busy-target", o.busyTarget, "passive modes: the target computes without calling the library");
 	app.add_flag("--verify", o.verify, "check every result (timings then include the checks)");
+	app.add_flag("--exclusive", o.exclusive, "--sync lock takes the exclusive lock (default shared)");
 	app.add_option("--progress", o.progress, "none | thread | agent (librma: RMA_PROGRESS; MPICH: async thread)")
 		->check(CLI::IsMember({ "none", "thread", "agent" }));
 	app.add_option("--placement", o.placement, "local | interleave | node:N | none (librma window info)");
@@ -293,6 +294,8 @@ bool parseTest(const std::vector<std::string> &args, Options &o)
 	const bool integer = o.elem != Elem::Float && o.elem != Elem::Double;
 	const bool bitwise = o.accOp == AccOp::Band || o.accOp == AccOp::Bor || o.accOp == AccOp::Bxor;
 	const bool atomic = o.op != Operation::Put && o.op != Operation::Get;
+	if (o.exclusive && o.sync != Sync::Lock)
+		return bad("--exclusive applies to --sync lock");
 	if (o.busyTarget && !passive)
 		return bad("--busy-target needs a passive mode (--sync lock|lock_all|flush|flush_local)");
 	if (o.format != "table" && o.format != "csv" && o.format != "json")

@@ -617,7 +617,7 @@ void Bench::step(Fn &&fn)
 		break;
 	case Sync::Lock:
 		if (origin_) {
-			be::lock(false, peer_, w);
+			be::lock(o_.exclusive, peer_, w);
 			fn();
 			be::unlock(peer_, w);
 		}
@@ -1197,7 +1197,7 @@ void Bench::header(const std::vector<RankFacts> &facts, const WinReport &rep)
 	m.push_back({ "library", be::library() });
 	m.push_back({ "test", o_.testName });
 	m.push_back({ "op", opName(o_.op) });
-	m.push_back({ "sync", syncName(o_.sync) });
+	m.push_back({ "sync", o_.sync == Sync::Lock && o_.exclusive ? "lock_exclusive" : syncName(o_.sync) });
 	m.push_back({ "flavor", flavorName(o_.flavor) });
 	m.push_back({ "datatype", shapeName(o_.shape) });
 	m.push_back({ "elem", elemName(elem_) });

@@ -49,6 +49,7 @@ struct Options {
 	std::string progress;	/* none | thread | agent */
 	bool busyTarget = false;
 	bool verify = false;
+	bool exclusive = false; /* --sync lock takes the exclusive lock */
 	std::vector<long> sizes; /* explicit list (--sizes); else the sweep below */
 	long minSize = 8;
 	long maxSize = 1 << 20;

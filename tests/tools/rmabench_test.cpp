@@ -340,6 +340,7 @@ TEST(RmabenchTest, RejectsBadUsageClearly)
 		{ { "acc_latency", "--type", "float", "--acc-op", "band" }, "not defined on float" },
 		{ { "put_latency", "--op", "get" }, "--op applies to" },
 		{ { "put_latency", "--format", "xml" }, "unknown --format" },
+		{ { "put_latency", "--exclusive" }, "--exclusive applies to --sync lock" },
 	};
 	for (const auto &c : cases) {
 		CommandResult r = rmabench(c.args);
@@ -353,7 +354,7 @@ TEST(RmabenchTest, HelpListsEveryOptionAndTest)
 	CommandResult r = runCommand({ tool("rmabench"), "--help" });
 	EXPECT_EQ(r.status, 0) << r.err;
 	for (const char *option :
-	     { "--op", "--sync", "--flavor", "--datatype", "--type", "--acc-op", "--min-size", "--max-size", "--size",
+	     { "--op", "--sync", "--exclusive", "--flavor", "--datatype", "--type", "--acc-op", "--min-size", "--max-size", "--size",
 	       "--sizes", "--iterations", "--skip", "--window", "--timeout", "--busy-target", "--verify", "--progress",
 	       "--placement", "--huge-pages", "--format", "--plot", "-n,--ranks", "--bind", "--backend", "--mpi",
 	       "--stat", "put_latency", "get_acc_latency", "contention", "rmabench plot" })
@@ -362,6 +363,11 @@ TEST(RmabenchTest, HelpListsEveryOptionAndTest)
 	r = rmabench({ "--bind=none", "put_latency", "--sizes=8,64", "--iterations=20", "--format", "csv" });
 	EXPECT_EQ(r.status, 0) << r.err;
 	expectCsv(r.out, "librma", "put_latency", 2);
+	/* --sync lock --exclusive: the exclusive lock, named in the run. */
+	r = rmabench({ "put_latency", "--sync", "lock", "--exclusive", "--verify", "--sizes", "8", "--iterations", "50",
+		       "--format", "csv" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.out.find(",lock_exclusive,"), std::string::npos) << r.out;
 	r = rmabench({ "put_latency", "--size", "-5" });
 	EXPECT_EQ(r.status, 2);
 	r = rmabench({ "put_latency", "--size" });
