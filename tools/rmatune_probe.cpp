@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "bootstrap/binding.h"
+#include "common/cache.h"
 #include "shm/segment.h"
 #include "config.h"
 #include "rma/rma.h"
@@ -34,6 +35,8 @@ namespace rmatune {
 
 namespace {
 
+using librma::cpuRelax;
+
 using Clock = std::chrono::steady_clock;
 
 /* Strings built by appending (GCC 12 warns falsely on "literal" + std::string at -O3). */
@@ -48,15 +51,6 @@ std::string cat(const Parts &...parts)
 double secondsSince(Clock::time_point t0, Clock::time_point t1)
 {
 	return std::chrono::duration<double>(t1 - t0).count();
-}
-
-inline void cpuRelax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	asm volatile("yield" ::: "memory");
-#endif
 }
 
 /*

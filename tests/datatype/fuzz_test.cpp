@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "datatype/datatype.h"
@@ -16,20 +17,26 @@ namespace {
 
 constexpr int kInputs = 20000;
 
-TEST(DatatypeFuzz, RandomNestedTypesAgreeWithTheReference)
+/* Run the fuzz body over @n pseudo-random inputs from @seed; stop after 5 failures. */
+void fuzzInputs(uint64_t seed, int n, const std::string &label)
 {
-	std::mt19937_64 rng(20240611);
+	std::mt19937_64 rng(seed);
 	int failures = 0;
-	for (int i = 0; i < kInputs && failures < 5; ++i) {
+	for (int i = 0; i < n && failures < 5; ++i) {
 		std::vector<uint8_t> input(16 + rng() % 112);
 		for (uint8_t &b : input)
 			b = static_cast<uint8_t>(rng());
 		std::string err = rmatest::fuzzTypes(input.data(), input.size());
 		if (!err.empty()) {
 			++failures;
-			ADD_FAILURE() << "input " << i << ": " << err;
+			ADD_FAILURE() << label << "input " << i << ": " << err;
 		}
 	}
+}
+
+TEST(DatatypeFuzz, RandomNestedTypesAgreeWithTheReference)
+{
+	fuzzInputs(20240611, kInputs, "");
 }
 
 /*
@@ -43,18 +50,7 @@ TEST(DatatypeFuzz, LazyTypesWalkedFromTheirRecipesAgreeWithTheReference)
 	const size_t saved = limit;
 	for (size_t lowered : { size_t(0), size_t(1), size_t(3) }) {
 		limit = lowered;
-		std::mt19937_64 rng(20240611 + lowered);
-		int failures = 0;
-		for (int i = 0; i < kInputs / 4 && failures < 5; ++i) {
-			std::vector<uint8_t> input(16 + rng() % 112);
-			for (uint8_t &b : input)
-				b = static_cast<uint8_t>(rng());
-			std::string err = rmatest::fuzzTypes(input.data(), input.size());
-			if (!err.empty()) {
-				++failures;
-				ADD_FAILURE() << "limit " << lowered << ", input " << i << ": " << err;
-			}
-		}
+		fuzzInputs(20240611 + lowered, kInputs / 4, "limit " + std::to_string(lowered) + ", ");
 	}
 	limit = saved;
 }
