@@ -14,6 +14,7 @@
 #include "common/knobs.h"
 #include "common/spin_wait.h"
 #include "common/cache.h"
+#include "common/tsan.h"
 #include "error/error.h"
 #include "shm/segment.h"
 
@@ -61,8 +62,10 @@ int Comm::allgather(std::span<const std::byte> data, std::span<const int> fds, G
 		out.instance = ++localInstance;
 		return RMA_SUCCESS;
 	}
-	return runtime().bootstrap->allgather(context_, sequence_++, group_->worldRanks(), rank_, data, fds,
-					      out);
+	crossProcessEdge(); /* ThreadSanitizer: see common/tsan.h */
+	int rc = runtime().bootstrap->allgather(context_, sequence_++, group_->worldRanks(), rank_, data, fds, out);
+	crossProcessEdge();
+	return rc;
 }
 
 int Comm::barrier()

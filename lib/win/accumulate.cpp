@@ -94,6 +94,7 @@
 
 #include "common/knobs.h"
 #include "common/spin_wait.h"
+#include "common/tsan.h"
 #include "datatype/datatype.h"
 #include "error/error.h"
 #include "op/op.h"
@@ -385,6 +386,7 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	AccRecord h;
 	if (record.payload.size() < sizeof(h)) [[unlikely]]
 		return;
+	crossProcessEdge();
 	std::memcpy(&h, p, sizeof(h));
 	const auto *runs = reinterpret_cast<const TypeNode *>(p + sizeof(h));
 	const std::byte *data = p + sizeof(h) + h.nruns * sizeof(TypeNode);
@@ -397,6 +399,8 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	 * only the holder sets it): no origin atomic can race with us.
 	 */
 	const bool plain = plainApply_ || accLines_[t].plainMode.load(std::memory_order_relaxed) != 0;
+	if (plain)
+		crossProcessAcquire(&accLines_[t].plainMode); /* ThreadSanitizer: common/tsan.h */
 
 	if (record.type == kRecordCompareAndSwap) {
 		const uint32_t eb = elemBytes(h.elem);
@@ -415,6 +419,9 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	 * R-done: pairs with the acquire in accDoneOf() at the origin; publishes
 	 * the elements applied and the fetched values written above.
 	 */
+	if (plain)
+		crossProcessRelease(&accLines_[t].plainMode);
+	crossProcessEdge();
 	doneWord(t, static_cast<int>(producer)).store(h.seq, std::memory_order_release);
 }
 
@@ -726,7 +733,7 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 			RMA_TRY(completeAccumulates(call, a.target));
 		if (enterFastOp(a.target)) {
 			applyOp(op, elem, view.base, a.origin, a.result, n);
-			leaveFastOp();
+			leaveFastOp(a.target);
 			return RMA_SUCCESS;
 		}
 	}
@@ -1003,10 +1010,12 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 		while (rings_[t].pending() &&
 		       rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
 		}
+		crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
 		if (op == Op::NoOp)
 			std::memcpy(a.result, view.base, n * elemBytes(elem));
 		else
 			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
+		crossProcessRelease(&line.plainMode);
 		/* Stay plain for the lease; a later holder ends it (endExpiredLease). */
 		if (!plainApply_)
 			/* Relaxed: read by later holders of the role, ordered by its release below. */
@@ -1071,7 +1080,7 @@ int Window::compareAndSwap(const char *call, const void *origin, const void *com
 			RMA_TRY(completeAccumulates(call, target));
 		if (enterFastOp(target)) {
 			librma::compareAndSwap(elem, view.base, compare, origin, result);
-			leaveFastOp();
+			leaveFastOp(target);
 			return RMA_SUCCESS;
 		}
 	}

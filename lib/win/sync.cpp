@@ -18,6 +18,7 @@
 #include <string>
 
 #include "common/spin_wait.h"
+#include "common/tsan.h"
 #include "error/error.h"
 #include "win/window.h"
 
@@ -257,6 +258,7 @@ int Window::lock(int lockType, int target, int assert)
 	locks_[target] = (exclusive ? kLockExclusive : kLockShared) | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
 	access_[target] = 1;
 	++locksHeld_;
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -341,6 +343,7 @@ int Window::lockAll(int assert)
 	fenceEpoch_ = false;
 	allAccess_ = true;
 	lockAll_ = kLockShared | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -477,6 +480,7 @@ int Window::start(const Group &g, int assert)
 	allAccess_ = false;
 	startGroup_ = std::move(members);
 	started_ = true;
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -532,6 +536,7 @@ int Window::wait()
 	}
 	postGroup_.clear();
 	exposed_ = false;
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -559,6 +564,7 @@ int Window::test(int *flag)
 	postGroup_.clear();
 	exposed_ = false;
 	*flag = 1;
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 

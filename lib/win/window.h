@@ -38,6 +38,7 @@
 #include "numa/topology.h"
 #include "common/pointer.h"
 #include "common/spin_wait.h"
+#include "common/tsan.h"
 #include "shm/segment.h"
 #include "win/control.h"
 
@@ -234,7 +235,7 @@ public:
 						fetchAdd64(addr, origin, result);
 					else
 						applyOp(op, elem, addr, origin, result, static_cast<size_t>(count));
-					leaveFastOp();
+					leaveFastOp(target);
 					pendingOps_ = true;
 					return RMA_SUCCESS;
 				}
@@ -289,7 +290,7 @@ public:
 						compareAndSwapAligned<uint64_t>(addr, compare, origin, result);
 						break;
 					}
-					leaveFastOp();
+					leaveFastOp(target);
 					pendingOps_ = true;
 					return RMA_SUCCESS;
 				}
@@ -313,16 +314,20 @@ public:
 		/* Compiler-only: the other half of this store->load fence is the applier's membarrier(). */
 		std::atomic_signal_fence(std::memory_order_seq_cst);
 		/* Acquire: pairs with the release that ends a plain apply; its stores come before our RMW. */
-		if (accLines_[target].plainMode.load(std::memory_order_acquire) == 0) [[likely]]
+		if (accLines_[target].plainMode.load(std::memory_order_acquire) == 0) [[likely]] {
+			crossProcessAcquire(&accLines_[target].plainMode); /* ThreadSanitizer: common/tsan.h */
 			return true;
+		}
 		myFastOp_->store(0, std::memory_order_relaxed);
 		return false;
 	}
-	[[gnu::always_inline]] void leaveFastOp()
+	[[gnu::always_inline]] void leaveFastOp(int target)
 	{
-		if (plainCapable_)
+		if (plainCapable_) {
+			crossProcessRelease(&accLines_[target].plainMode); /* ThreadSanitizer: common/tsan.h */
 			/* Release: pairs with the applier's acquire of fastOp; our RMW is done before it goes plain. */
 			myFastOp_->store(0, std::memory_order_release);
+		}
 	}
 
 	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "common/spin_wait.h"
+#include "common/tsan.h"
 #include "datatype/datatype.h"
 #include "error/error.h"
 #include "win/window.h"
@@ -391,6 +392,7 @@ int Window::barrier(const char *call)
 		RMA_TRY(waitUntil(call, "a barrier", r,
 				  [&theirs, epoch] { return theirs.load(std::memory_order_acquire) >= epoch; }));
 	}
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -426,6 +428,7 @@ int Window::sync()
 {
 	/* Unified model: the public and private copies are the same memory; order them like MPI_Win_sync must. */
 	std::atomic_thread_fence(std::memory_order_seq_cst);
+	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
