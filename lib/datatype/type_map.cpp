@@ -19,6 +19,7 @@
 
 #include <utility>
 
+#include "common/copy.h"
 #include "error/error.h"
 
 namespace librma {
@@ -459,7 +460,7 @@ void copyPieces(std::byte *dst, rma_aint dstride, const std::byte *src, rma_aint
 	case 64: return copyFixed<64>(dst, dstride, src, sstride, n);
 	default:
 		for (rma_count k = 0; k < n; ++k)
-			std::memcpy(dst + k * dstride, src + k * sstride, static_cast<size_t>(length));
+			copyBytes(dst + k * dstride, src + k * sstride, static_cast<size_t>(length));
 	}
 }
 
@@ -701,7 +702,7 @@ void copyTyped(std::byte *dst, const Datatype &dstType, rma_count dstCount, cons
 	if (bytes <= 0)
 		return;
 	if (dstType.contiguous && srcType.contiguous) {
-		std::memcpy(dst, src, static_cast<size_t>(bytes));
+		copyBytes(dst, src, static_cast<size_t>(bytes));
 		return;
 	}
 	BlockCursor d(dstType, dstCount);
@@ -719,7 +720,7 @@ void copyTyped(std::byte *dst, const Datatype &dstType, rma_count dstCount, cons
 			continue;
 		}
 		length = std::min(length, bytes);
-		std::memcpy(dst + d.offset(), src + s.offset(), static_cast<size_t>(length));
+		copyBytes(dst + d.offset(), src + s.offset(), static_cast<size_t>(length));
 		d.advance(length);
 		s.advance(length);
 		bytes -= length;

@@ -36,6 +36,7 @@
 #include "progress/mpsc_ring.h"
 #include "datatype/datatype.h"
 #include "numa/topology.h"
+#include "common/copy.h"
 #include "common/pointer.h"
 #include "common/spin_wait.h"
 #include "common/tsan.h"
@@ -177,9 +178,9 @@ public:
 			    end <= t.size) [[likely]] {
 				size_t bytes = static_cast<size_t>(ocount) * static_cast<size_t>(type->size);
 				if constexpr (Put)
-					std::memcpy(t.base + offset, origin, bytes);
+					copyBytes(t.base + offset, origin, bytes);
 				else
-					std::memcpy(origin, t.base + offset, bytes);
+					copyBytes(origin, t.base + offset, bytes);
 				pendingOps_ = true;
 				if constexpr (Put)
 					pendingStores_ |= bytes >= kNonTemporalBytes;

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bulk copies for put/get and datatype transfers.
+ *
+ * glibc's memcpy switches to non-temporal stores past a threshold derived
+ * from the cache sizes (several MiB on current x86 hosts). For RMA that is
+ * the wrong choice twice over: the target usually reads what was put soon
+ * (non-temporal stores push it out to memory), and on the virtualised hosts
+ * we measure the non-temporal path is slower even when the data does not
+ * fit in cache. Copies in 256 KiB pieces stay on the cached path. Measured
+ * on this project's 2-core EPYC host (median of 31 runs, 1 MiB to 64 MiB):
+ * 1 MiB 17.7 -> 15.2 us, 16 MiB 796 -> 455 us, 64 MiB 7.2 -> 3.0 ms; 256 KiB
+ * and less unchanged (bench/put_get_bench.cpp: BM_PiecewiseMemcpy against BM_RawMemcpy).
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+namespace librma {
+
+/* Copies at least this long go in pieces. */
+inline constexpr std::size_t kPieceCopyMin = 512u << 10;
+/* The piece: well under glibc's non-temporal threshold, and a quarter of a 1 MiB L2. */
+inline constexpr std::size_t kCopyPiece = 256u << 10;
+
+/* memcpy(@dst, @src, @n), in kCopyPiece pieces when @n >= kPieceCopyMin. The ranges must not overlap. */
+inline void copyBytes(void *dst, const void *src, std::size_t n)
+{
+	if (n < kPieceCopyMin) [[likely]] {
+		std::memcpy(dst, src, n);
+		return;
+	}
+	auto *d = static_cast<std::byte *>(dst);
+	const auto *s = static_cast<const std::byte *>(src);
+	for (std::size_t done = 0; done < n; done += kCopyPiece)
+		std::memcpy(d + done, s + done, std::min(kCopyPiece, n - done));
+}
+
+} /* namespace librma */
