@@ -71,20 +71,22 @@ public:
 		}
 		Slot &s = *slot(index);
 		s.obj = std::move(obj);
-		return encodeHandle(Kind, s.generation, index);
+		return (static_cast<uintptr_t>(s.tag) << 32) | index;
 	}
 
-	/* The object behind @h, or nullptr if @h is not a live handle of this kind. */
+	/*
+	 * The object behind @h, or nullptr if @h is not a live handle of this
+	 * kind. One compare checks kind and generation together: a slot keeps
+	 * the upper half its live handle must have (tagOf).
+	 */
 	T *lookup(uintptr_t h) const
 	{
-		if ((h >> 56) != static_cast<uintptr_t>(Kind))
-			return nullptr;
 		uint32_t index = static_cast<uint32_t>(h);
-		uint32_t generation = static_cast<uint32_t>(h >> 32) & 0xffffff;
-		if (index < kFirstDynamic)
-			return generation == 0 ? predefined_[index].get() : nullptr;
+		uint32_t tag = static_cast<uint32_t>(h >> 32);
+		if (index < kFirstDynamic) [[unlikely]]
+			return tag == tagOf(0) ? predefined_[index].get() : nullptr;
 		const Slot *s = slot(index);
-		if (!s || s->generation != generation)
+		if (!s || s->tag != tag)
 			return nullptr;
 		return s->obj.get();
 	}
@@ -109,9 +111,8 @@ public:
 		uint32_t index = static_cast<uint32_t>(h);
 		Slot &s = *slot(index);
 		std::shared_ptr<T> obj = std::move(s.obj);
-		s.generation = (s.generation + 1) & 0xffffff;
-		if (s.generation == 0)
-			s.generation = 1;
+		uint32_t generation = (s.tag + 1) & 0xffffff;
+		s.tag = tagOf(generation == 0 ? 1 : generation);
 		free_.push_back(index);
 		return obj;
 	}
@@ -124,11 +125,12 @@ public:
 		for (uint32_t i = 0; i < next_; ++i) {
 			const Slot &s = *slot(kFirstDynamic + i);
 			if (s.obj)
-				out.push_back(encodeHandle(Kind, s.generation, kFirstDynamic + i));
+				out.push_back((static_cast<uintptr_t>(s.tag) << 32) | (kFirstDynamic + i));
 		}
 		return out;
 	}
 
+	constexpr HandleTable() = default;
 	~HandleTable()
 	{
 		for (auto &c : chunks_)
@@ -136,8 +138,14 @@ public:
 	}
 
 private:
+	/* The upper 32 bits of a handle: kind, then generation (encodeHandle). */
+	static constexpr uint32_t tagOf(uint32_t generation)
+	{
+		return static_cast<uint32_t>(encodeHandle(Kind, generation, 0) >> 32);
+	}
+
 	struct Slot {
-		uint32_t generation = 1;
+		uint32_t tag = tagOf(1);
 		std::shared_ptr<T> obj;
 	};
 	struct Chunk {

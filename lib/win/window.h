@@ -596,10 +596,12 @@ bool accumulateRingByDefault();
 /* Whether this process is registered for membarrier(GLOBAL_EXPEDITED) (registers on first call). */
 bool membarrierReady();
 
+/* Constant-initialized, so the per-call lookup has no guard to test. */
+inline constinit HandleTable<Window, HandleKind::Win> gWindowTable;
+
 inline HandleTable<Window, HandleKind::Win> &windowTable()
 {
-	static HandleTable<Window, HandleKind::Win> table;
-	return table;
+	return gWindowTable;
 }
 
 /* The window behind a handle, or nullptr. */
