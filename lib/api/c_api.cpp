@@ -921,30 +921,52 @@ RMA_EXPORT int rma_win_get_name(rma_win win, char *win_name, int *resultlen)
 
 /* ---- Communication -------------------------------------------------------- */
 
+namespace {
+
+/*
+ * The full put/get behind the inline part (Window::accessFast): the same
+ * parameters as rma_put/rma_get, so they reach it by a tail call and their
+ * inline part saves no registers.
+ */
+template<bool Put>
+[[gnu::noinline]] int accessSlow(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+				 rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win)
+{
+	static constexpr const char *kCall = Put ? "rma_put" : "rma_get";
+	Window *w = toWindow(win);
+	if (!w) [[unlikely]]
+		return invalidWin(kCall, win);
+	int rc = Put ? w->put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			      target_datatype)
+		     : w->get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			      target_datatype);
+	if (rc != RMA_SUCCESS) [[unlikely]]
+		return winError(win, w, rc);
+	return RMA_SUCCESS;
+}
+
+} /* namespace */
+
 RMA_EXPORT int rma_put(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 		       rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win)
 {
 	Window *w = toWindow(win);
-	if (!w) [[unlikely]]
-		return invalidWin("rma_put", win);
-	int rc = w->access<true>(const_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank,
-				 target_disp, target_count, target_datatype);
-	if (rc != RMA_SUCCESS) [[unlikely]]
-		return winError(win, w, rc);
-	return RMA_SUCCESS;
+	if (w && w->accessFast<true>(const_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank,
+				     target_disp, target_count, target_datatype)) [[likely]]
+		return RMA_SUCCESS;
+	return accessSlow<true>(const_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank,
+				target_disp, target_count, target_datatype, win);
 }
 
 RMA_EXPORT int rma_get(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 		       rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win)
 {
 	Window *w = toWindow(win);
-	if (!w) [[unlikely]]
-		return invalidWin("rma_get", win);
-	int rc = w->access<false>(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-				  target_datatype);
-	if (rc != RMA_SUCCESS) [[unlikely]]
-		return winError(win, w, rc);
-	return RMA_SUCCESS;
+	if (w && w->accessFast<false>(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+				      target_count, target_datatype)) [[likely]]
+		return RMA_SUCCESS;
+	return accessSlow<false>(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				 target_datatype, win);
 }
 
 RMA_EXPORT int rma_win_fence(int assert, rma_win win)
@@ -1045,9 +1067,24 @@ RMA_EXPORT int rma_win_unlock_all(rma_win win)
 	return onWindow("rma_win_unlock_all", win, [](Window &w) { return w.unlockAll(); });
 }
 
+namespace {
+
+/* flush and flush_local past their inline part (Window::flushFast); reached by a tail call. */
+template<bool Local>
+[[gnu::noinline]] int flushSlow(int rank, rma_win win)
+{
+	static constexpr const char *kCall = Local ? "rma_win_flush_local" : "rma_win_flush";
+	return onWindow(kCall, win, [&](Window &w) { return w.flush(kCall, rank); });
+}
+
+} /* namespace */
+
 RMA_EXPORT int rma_win_flush(int rank, rma_win win)
 {
-	return onWindow("rma_win_flush", win, [&](Window &w) { return w.flushInline("rma_win_flush", rank); });
+	Window *w = toWindow(win);
+	if (w && w->flushFast(rank)) [[likely]]
+		return RMA_SUCCESS;
+	return flushSlow<false>(rank, win);
 }
 
 RMA_EXPORT int rma_win_flush_all(rma_win win)
@@ -1057,8 +1094,10 @@ RMA_EXPORT int rma_win_flush_all(rma_win win)
 
 RMA_EXPORT int rma_win_flush_local(int rank, rma_win win)
 {
-	return onWindow("rma_win_flush_local", win,
-			[&](Window &w) { return w.flushInline("rma_win_flush_local", rank); });
+	Window *w = toWindow(win);
+	if (w && w->flushFast(rank)) [[likely]]
+		return RMA_SUCCESS;
+	return flushSlow<true>(rank, win);
 }
 
 RMA_EXPORT int rma_win_flush_local_all(rma_win win)
@@ -1071,7 +1110,14 @@ RMA_EXPORT int rma_win_flush_local_all(rma_win win)
 
 
 
-RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+namespace {
+
+/*
+ * The accumulate family past its inline part (Window::atomicFast/casFast):
+ * every check, every path, every error. The same parameters as the entry
+ * points, which reach them by a tail call.
+ */
+[[gnu::noinline]] int accumulateSlow(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 			      rma_win win)
 {
@@ -1087,7 +1133,7 @@ RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_dat
 }
 
 
-RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+[[gnu::noinline]] int getAccumulateSlow(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
 				  void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
 				  rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 				  rma_win win)
@@ -1104,7 +1150,7 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 	});
 }
 
-RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_datatype datatype, int target_rank,
+[[gnu::noinline]] int fetchAndOpSlow(const void *origin_addr, void *result_addr, rma_datatype datatype, int target_rank,
 				rma_aint target_disp, rma_op op, rma_win win)
 {
 	return onWindow("rma_fetch_and_op", win, [&](Window &w) {
@@ -1117,7 +1163,7 @@ RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_
 	});
 }
 
-RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+[[gnu::noinline]] int compareAndSwapSlow(const void *origin_addr, const void *compare_addr, void *result_addr,
 				    rma_datatype datatype, int target_rank, rma_aint target_disp, rma_win win)
 {
 	return onWindow("rma_compare_and_swap", win, [&](Window &w) {
@@ -1127,6 +1173,57 @@ RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare
 		return w.casSmall("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
 				  target_disp);
 	});
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
+			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+			      rma_win win)
+{
+	Window *w = toWindow(win);
+	if (w && origin_count == target_count && origin_datatype == target_datatype &&
+	    w->atomicFast(origin_addr, nullptr, origin_datatype, origin_count, target_rank, target_disp, op, false))
+		[[likely]]
+		return RMA_SUCCESS;
+	return accumulateSlow(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			      target_datatype, op, win);
+}
+
+RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype,
+				  void *result_addr, int result_count, rma_datatype result_datatype, int target_rank,
+				  rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
+				  rma_win win)
+{
+	Window *w = toWindow(win);
+	if (w && origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
+	    result_datatype == target_datatype && !badPointer(result_addr) &&
+	    w->atomicFast(origin_addr, result_addr, target_datatype, target_count, target_rank, target_disp, op, true))
+		[[likely]]
+		return RMA_SUCCESS;
+	return getAccumulateSlow(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+				 result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+
+RMA_EXPORT int rma_fetch_and_op(const void *origin_addr, void *result_addr, rma_datatype datatype, int target_rank,
+				rma_aint target_disp, rma_op op, rma_win win)
+{
+	Window *w = toWindow(win);
+	/* atomicFast() checks the origin buffer where the op reads it. */
+	if (w && !badPointer(result_addr) &&
+	    w->atomicFast(origin_addr, result_addr, datatype, 1, target_rank, target_disp, op, true)) [[likely]]
+		return RMA_SUCCESS;
+	return fetchAndOpSlow(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+}
+
+RMA_EXPORT int rma_compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+				    rma_datatype datatype, int target_rank, rma_aint target_disp, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (w && !badPointer(origin_addr) && !badPointer(compare_addr) && !badPointer(result_addr) &&
+	    w->casFast(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp)) [[likely]]
+		return RMA_SUCCESS;
+	return compareAndSwapSlow(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
 }
 
 /* ---- Requests --------------------------------------------------------------- */

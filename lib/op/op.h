@@ -345,7 +345,7 @@ constexpr bool hardwareAtomic(Op op, uint8_t elem)
  *        When false, the caller must serialize the update (queue it to the
  *        progress agent).
  */
-inline bool atomicAt(Op op, uint8_t elem, const void *target)
+[[gnu::always_inline]] inline bool atomicAt(Op op, uint8_t elem, const void *target)
 {
 	return hardwareAtomic(op, elem) && (reinterpret_cast<uintptr_t>(target) & (elemBytes(elem) - 1)) == 0;
 }
@@ -452,7 +452,7 @@ inline void compareAndSwapAligned(void *target, const void *compare, const void 
 }
 
 /** @brief True when fetchAdd64() may stand for applyOp(@p op, @p elem, ...) with n == 1. */
-constexpr bool isFetchAdd64(Op op, uint8_t elem)
+[[gnu::always_inline]] constexpr bool isFetchAdd64(Op op, uint8_t elem)
 {
 	ElemClass c = elemClass(elem);
 	return op == Op::Sum && elemBytes(elem) == 8 && (c == ElemClass::CInteger || c == ElemClass::MultiLanguage);
@@ -464,7 +464,7 @@ constexpr bool isFetchAdd64(Op op, uint8_t elem)
  *        bytes (precondition: atomicAt() true, isFetchAdd64() true).
  *        @p origin and @p old (nullptr: not wanted) have any alignment.
  */
-inline void fetchAdd64(void *target, const void *origin, void *old) noexcept
+[[gnu::always_inline]] inline void fetchAdd64(void *target, const void *origin, void *old) noexcept
 {
 	uint64_t o;
 	std::memcpy(&o, origin, sizeof(o));

@@ -374,6 +374,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	for (int r = 0; r < n; ++r)
 		firstFd[r + 1] = firstFd[r] + out.fdCounts[r];
 	targets_.resize(n);
+	nTargets_ = static_cast<uint32_t>(n);
 	for (int r = 0; r < n; ++r) {
 		const Record &rec = all[r];
 		TargetView &t = targets_[r];
@@ -492,6 +493,7 @@ void Window::abandon()
 {
 	stopServing();
 	targets_.clear();
+	nTargets_ = 0;
 	mapped_.clear();
 	dynamicMaps_.clear();
 }

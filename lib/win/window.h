@@ -156,17 +156,19 @@ public:
 			  std::shared_ptr<Comm> comm, std::unique_ptr<Window> &out);
 
 	/*
-	 * Data path: put (Put = true) or get. The inline part takes the common
-	 * case (open fence epoch, the same predefined type and count on both
-	 * sides, a Direct target, in bounds) straight to memcpy; everything
-	 * else, and every error, goes through put()/get(), which check and
-	 * report in full.
+	 * Data path: put (Put = true) or get. The inline part (accessFast) takes
+	 * the common case (open epoch, the same predefined type and count on
+	 * both sides, a Direct target, in bounds) straight to the copy, and says
+	 * false, having done nothing, for everything else; put()/get() check
+	 * and report every case in full. Keeping the two apart lets the C entry
+	 * points run the inline part as a leaf and reach the full path by a
+	 * tail call, with no registers to save around it.
 	 */
 	template<bool Put>
-	int access(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
-		   rma_datatype ttype)
+	[[gnu::always_inline]] bool accessFast(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp,
+					       int tcount, rma_datatype ttype)
 	{
-		if (otype == ttype && ocount == tcount && static_cast<size_t>(static_cast<unsigned>(target)) < targets_.size() &&
+		if (otype == ttype && ocount == tcount && static_cast<unsigned>(target) < nTargets_ &&
 		    (allAccess_ || access_[target]) && !badPointer(origin) && !anyDead()) [[likely]] {
 			const Datatype *type = predefinedDatatype(otype);
 			const TargetView &t = targets_[target];
@@ -177,16 +179,25 @@ public:
 			    !__builtin_add_overflow(offset, static_cast<rma_aint>(ocount) * type->size, &end) &&
 			    end <= t.size) [[likely]] {
 				size_t bytes = static_cast<size_t>(ocount) * static_cast<size_t>(type->size);
-				if constexpr (Put)
-					copyBytes(t.base + offset, origin, bytes);
-				else
-					copyBytes(origin, t.base + offset, bytes);
+				/* Before the copy: nothing is live across the call then. */
 				pendingOps_ = true;
-				if constexpr (Put)
+				if constexpr (Put) {
 					pendingStores_ |= bytes >= kNonTemporalBytes;
-				return RMA_SUCCESS;
+					copyBytes(t.base + offset, origin, bytes);
+				} else {
+					copyBytes(origin, t.base + offset, bytes);
+				}
+				return true;
 			}
 		}
+		return false;
+	}
+	template<bool Put>
+	int access(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
+		   rma_datatype ttype)
+	{
+		if (accessFast<Put>(origin, ocount, otype, target, disp, tcount, ttype)) [[likely]]
+			return RMA_SUCCESS;
 		if constexpr (Put)
 			return put(origin, ocount, otype, target, disp, tcount, ttype);
 		else
@@ -217,6 +228,14 @@ public:
 	[[gnu::always_inline]] int atomicSmall(const char *call, const void *origin, void *result, rma_datatype type,
 					       int count, int target, rma_aint disp, rma_op opHandle, bool fetch)
 	{
+		if (atomicFast(origin, result, type, count, target, disp, opHandle, fetch)) [[likely]]
+			return RMA_SUCCESS;
+		return atomicSlow(call, origin, result, type, count, target, disp, opHandle, fetch);
+	}
+	/* atomicSmall()'s inline part: false, having done nothing, where atomicSlow() must decide. */
+	[[gnu::always_inline]] bool atomicFast(const void *origin, void *result, rma_datatype type, int count, int target,
+					       rma_aint disp, rma_op opHandle, bool fetch)
+	{
 		const Datatype *d = predefinedDatatype(type);
 		const Op op = toOp(opHandle);
 		if (d && count > 0 && count <= kFastElements && static_cast<unsigned>(target) < accFast_.size() &&
@@ -238,11 +257,11 @@ public:
 						applyOp(op, elem, addr, origin, result, static_cast<size_t>(count));
 					leaveFastOp(target);
 					pendingOps_ = true;
-					return RMA_SUCCESS;
+					return true;
 				}
 			}
 		}
-		return atomicSlow(call, origin, result, type, count, target, disp, opHandle, fetch);
+		return false;
 	}
 	[[gnu::noinline]] int atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count,
 					 int target, rma_aint disp, rma_op opHandle, bool fetch);
@@ -262,6 +281,14 @@ public:
 	 */
 	[[gnu::always_inline]] int casSmall(const char *call, const void *origin, const void *compare, void *result,
 					    rma_datatype type, int target, rma_aint disp)
+	{
+		if (casFast(origin, compare, result, type, target, disp)) [[likely]]
+			return RMA_SUCCESS;
+		return compareAndSwap(call, origin, compare, result, type, target, disp, nullptr);
+	}
+	/* casSmall()'s inline part: false, having done nothing, where compareAndSwap() must decide. */
+	[[gnu::always_inline]] bool casFast(const void *origin, const void *compare, void *result, rma_datatype type,
+					    int target, rma_aint disp)
 	{
 		const Datatype *d = predefinedDatatype(type);
 		if (d && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
@@ -293,11 +320,11 @@ public:
 					}
 					leaveFastOp(target);
 					pendingOps_ = true;
-					return RMA_SUCCESS;
+					return true;
 				}
 			}
 		}
-		return compareAndSwap(call, origin, compare, result, type, target, disp, nullptr);
+		return false;
 	}
 	/*
 	 * Bracket an origin-atomic operation on @target (see accumulate.cpp,
@@ -356,15 +383,19 @@ public:
 	int lockAll(int assert);
 	int unlockAll();
 	int flush(const char *call, int target); /* also flush_local: completion is the same here */
-	/* flush's common case inline: a lock_all or lock covers @target and nothing of ours is queued to it. */
-	[[gnu::always_inline]] int flushInline(const char *call, int target)
+	/*
+	 * flush's common case inline: a lock_all or lock covers @target and
+	 * nothing of ours is queued to it. False, having done nothing, for
+	 * everything else (then flush()).
+	 */
+	[[gnu::always_inline]] bool flushFast(int target)
 	{
-		if (static_cast<unsigned>(target) < accFast_.size() && (lockAll_ || locks_[target]) &&
+		if (static_cast<unsigned>(target) < nTargets_ && (lockAll_ || locks_[target]) &&
 		    accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
 			completeLocally();
-			return RMA_SUCCESS;
+			return true;
 		}
-		return flush(call, target);
+		return false;
 	}
 	int flushAll(const char *call);
 	int sync();
@@ -500,6 +531,7 @@ private:
 	LocalMemory local_;
 
 	std::vector<TargetView> targets_;
+	uint32_t nTargets_ = 0; /* targets_.size(), without the divide */
 	Segment own_;                  /* memory this rank created (allocate, shared rank 0) */
 	std::vector<Segment> mapped_;  /* peers' segments mapped here */
 	Segment control_;
