@@ -16,6 +16,7 @@
  */
 #include <valgrind/callgrind.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,7 @@ struct Ctx {
 	int64_t one = 1;
 	int64_t result = 0;
 	int64_t compare = 0;
+	int32_t ones[256];
 };
 
 /*
@@ -114,6 +116,16 @@ int main(int argc, char **argv)
 		rma_accumulate(&c.one, 1, RMA_INT64_T, t, 1, 1, RMA_INT64_T, RMA_SUM, c.win);
 		rma_win_flush(t, c.win);
 	});
+	/* Mid-size: 16 and 256 int32 (64 B, 1 KiB) at byte 1024, past the words the checks below read. */
+	std::fill(c.ones, c.ones + 256, 1);
+	passiveCase(c, "acc_sum_64B_flush", [&] {
+		rma_accumulate(c.ones, 16, RMA_INT32_T, t, 128, 16, RMA_INT32_T, RMA_SUM, c.win);
+		rma_win_flush(t, c.win);
+	});
+	passiveCase(c, "acc_sum_1KiB_flush", [&] {
+		rma_accumulate(c.ones, 256, RMA_INT32_T, t, 128, 256, RMA_INT32_T, RMA_SUM, c.win);
+		rma_win_flush(t, c.win);
+	});
 	passiveCase(c, "get_acc_sum_flush", [&] {
 		rma_get_accumulate(&c.one, 1, RMA_INT64_T, &c.result, 1, RMA_INT64_T, t, 1, 1, RMA_INT64_T, RMA_SUM,
 				   c.win);
@@ -158,6 +170,6 @@ int main(int argc, char **argv)
 	}
 	check(rma_win_free(&c.win), "free");
 	if (c.rank == 0)
-		std::printf("insn_count: %d cases x %d iterations ran\n", 10, kIters);
+		std::printf("insn_count: %d cases x %d iterations ran\n", 12, kIters);
 	return rma_finalize();
 }

@@ -1122,9 +1122,6 @@ namespace {
 			      rma_win win)
 {
 	return onWindow("rma_accumulate", win, [&](Window &w) {
-		if (origin_count == target_count && origin_datatype == target_datatype)
-			return w.atomicSmall("rma_accumulate", origin_addr, nullptr, origin_datatype, origin_count,
-					     target_rank, target_disp, op, false);
 		return w.accumulate("rma_accumulate",
 				    makeAccArgs(origin_addr, origin_count, origin_datatype, nullptr, 0,
 						      RMA_DATATYPE_NULL, target_rank, target_disp, target_count,
@@ -1139,10 +1136,6 @@ namespace {
 				  rma_win win)
 {
 	return onWindow("rma_get_accumulate", win, [&](Window &w) {
-		if (origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
-		    result_datatype == target_datatype && !badPointer(result_addr))
-			return w.atomicSmall("rma_get_accumulate", origin_addr, result_addr, target_datatype, target_count,
-					     target_rank, target_disp, op, true);
 		AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
 		a.fetch = true;
@@ -1158,8 +1151,11 @@ namespace {
 			return makeError(RMA_ERR_BUFFER, "rma_fetch_and_op: the %s buffer %p is NULL or in the first page",
 					 badPointer(result_addr) ? "result" : "origin",
 					 badPointer(result_addr) ? result_addr : origin_addr);
-		return w.atomicSmall("rma_fetch_and_op", origin_addr, result_addr, datatype, 1, target_rank, target_disp, op,
-				     true);
+		AccArgs a = makeAccArgs(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1,
+					datatype, op);
+		a.fetch = true;
+		a.fetchAndOp = true; /* predefined types only */
+		return w.accumulate("rma_fetch_and_op", a);
 	});
 }
 
@@ -1170,8 +1166,8 @@ namespace {
 		if (badPointer(origin_addr) || badPointer(compare_addr) || badPointer(result_addr))
 			return makeError(RMA_ERR_BUFFER,
 					 "rma_compare_and_swap: a buffer (origin, compare or result) is NULL or in the first page");
-		return w.casSmall("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype, target_rank,
-				  target_disp);
+		return w.compareAndSwap("rma_compare_and_swap", origin_addr, compare_addr, result_addr, datatype,
+					target_rank, target_disp, nullptr);
 	});
 }
 

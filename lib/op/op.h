@@ -430,7 +430,7 @@ static_assert([] {
 /**
  * @brief compareAndSwap() of one @p U (a 1, 2, 4 or 8-byte unsigned type)
  *        at a @p target aligned to sizeof(U): the inline path of
- *        rma_compare_and_swap (Window::casSmall) and compareAndSwap()'s
+ *        rma_compare_and_swap (Window::casFast) and compareAndSwap()'s
  *        atomic case. @p compare, @p origin and @p old have any alignment.
  */
 template<typename U>

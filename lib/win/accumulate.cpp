@@ -750,17 +750,6 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	return queueAccumulate(call, a, view, op, elem, *td, od, rd, bytes);
 }
 
-int Window::atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count, int target,
-		       rma_aint disp, rma_op opHandle, bool fetch)
-{
-	AccArgs a = makeAccArgs(origin, count, type, fetch ? result : nullptr, fetch ? count : 0, type, target, disp,
-				count, type, opHandle);
-	a.fetch = fetch;
-	/* fetch_and_op takes predefined types only; get_accumulate any. */
-	a.fetchAndOp = fetch && std::strcmp(call, "rma_fetch_and_op") == 0;
-	return accumulate(call, a);
-}
-
 int Window::queueAccumulate(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
 			    const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes)
 {
@@ -997,8 +986,17 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
 						   std::memory_order_relaxed))
 		return RMA_SUCCESS;
+	const bool large = static_cast<rma_count>(n * elemBytes(elem)) >= kInPlaceBytes;
+	/* A small operation here only because plain mode was on: end the lease if it ran out. */
+	if (!large && !plainApply_)
+		endExpiredLease(t);
 	/* Relaxed: only holders of the role (us now) write plainMode. */
 	const bool leased = line.plainMode.load(std::memory_order_relaxed) != 0;
+	if (!large && !leased && !plainApply_) {
+		/* Not worth a membarrier(): queue it (atomics apply it, plain mode is off). Release: as below. */
+		line.consumer.store(0, std::memory_order_release);
+		return RMA_SUCCESS;
+	}
 	int rc = plainApply_ || leased ? RMA_SUCCESS : enterPlain(call, t);
 	/*
 	 * enterPlain() may give up (noPlainMode_): then leave the role and queue.
@@ -1016,8 +1014,13 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 		else
 			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
 		crossProcessRelease(&line.plainMode);
-		/* Stay plain for the lease; a later holder ends it (endExpiredLease). */
-		if (!plainApply_)
+		/*
+		 * Stay plain for the lease; a later holder ends it (endExpiredLease).
+		 * Only operations that need plain mode renew it: small ones come here
+		 * only because it is on, and renewing for them would keep a stream
+		 * of fetch_and_ops off their one-instruction atomic path for good.
+		 */
+		if (!plainApply_ && large)
 			/* Relaxed: read by later holders of the role, ordered by its release below. */
 			line.plainSince.store(monotonicNs(), std::memory_order_relaxed);
 		outcome = InPlace::Done;

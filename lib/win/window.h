@@ -222,17 +222,10 @@ public:
 	 * of @count elements of one predefined type on every side (@fetch: the
 	 * old values go to @result): an open epoch, a Direct target that takes
 	 * origin atomics, at most kFastBytes, in bounds and aligned, nothing of
-	 * ours queued to it: one atomic RMW per element. Everything else goes to
+	 * ours queued to it: one atomic RMW per element. False, having done
+	 * nothing, for everything else: the C entry points then call
 	 * accumulate().
 	 */
-	[[gnu::always_inline]] int atomicSmall(const char *call, const void *origin, void *result, rma_datatype type,
-					       int count, int target, rma_aint disp, rma_op opHandle, bool fetch)
-	{
-		if (atomicFast(origin, result, type, count, target, disp, opHandle, fetch)) [[likely]]
-			return RMA_SUCCESS;
-		return atomicSlow(call, origin, result, type, count, target, disp, opHandle, fetch);
-	}
-	/* atomicSmall()'s inline part: false, having done nothing, where atomicSlow() must decide. */
 	[[gnu::always_inline]] bool atomicFast(const void *origin, void *result, rma_datatype type, int count, int target,
 					       rma_aint disp, rma_op opHandle, bool fetch)
 	{
@@ -263,30 +256,21 @@ public:
 		}
 		return false;
 	}
-	[[gnu::noinline]] int atomicSlow(const char *call, const void *origin, void *result, rma_datatype type, int count,
-					 int target, rma_aint disp, rma_op opHandle, bool fetch);
 	/* Origin atomics take operations up to this many bytes (and elements). */
 	static constexpr rma_aint kFastBytes = 16;
 	static constexpr int kFastElements = 16;
 	int compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	/*
-	 * The inline part of compare_and_swap, under atomicSmall()'s conditions:
+	 * The inline part of compare_and_swap, under atomicFast()'s conditions:
 	 * a predefined type compare-and-swap takes, an open epoch, a Direct
 	 * target that takes origin atomics, nothing of ours queued to it, in
 	 * bounds and naturally aligned: one hardware compare-exchange, as
-	 * compareAndSwap() does there. Everything else (PROC_NULL, misaligned
-	 * targets, the ring and the apply lock, every error) goes to
-	 * compareAndSwap(). The caller has checked the three buffers (badPointer()).
+	 * compareAndSwap() does there. False, having done nothing, for
+	 * everything else (PROC_NULL, misaligned targets, the ring and the apply
+	 * lock, every error): the C entry point then calls compareAndSwap().
+	 * The caller has checked the three buffers (badPointer()).
 	 */
-	[[gnu::always_inline]] int casSmall(const char *call, const void *origin, const void *compare, void *result,
-					    rma_datatype type, int target, rma_aint disp)
-	{
-		if (casFast(origin, compare, result, type, target, disp)) [[likely]]
-			return RMA_SUCCESS;
-		return compareAndSwap(call, origin, compare, result, type, target, disp, nullptr);
-	}
-	/* casSmall()'s inline part: false, having done nothing, where compareAndSwap() must decide. */
 	[[gnu::always_inline]] bool casFast(const void *origin, const void *compare, void *result, rma_datatype type,
 					    int target, rma_aint disp)
 	{
@@ -330,7 +314,7 @@ public:
 	 * Bracket an origin-atomic operation on @target (see accumulate.cpp,
 	 * "Plain mode"): false, with nothing to undo, when the target's
 	 * consumer is applying with plain stores (then take another path).
-	 * Always inline: the fast paths (atomicSmall, casSmall) otherwise call
+	 * Always inline: the fast paths (atomicFast, casFast) otherwise call
 	 * both out of line and spill their live registers around the calls.
 	 */
 	[[gnu::always_inline]] bool enterFastOp(int target)
