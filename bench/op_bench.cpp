@@ -140,6 +140,31 @@ void BM_DoubleSumAtomic(benchmark::State &state)
 }
 BENCHMARK(BM_DoubleSumAtomic)->ArgsProduct({ benchmark::CreateRange(1 << 10, 1 << 20, 4), { 0, 1 } });
 
+/* int32 SUM, plain, through each ISA's table (range(1): 0 baseline, 1 AVX2, the one applyOpPlain takes here). */
+void BM_Int32SumPlainIsa(benchmark::State &state)
+{
+	const size_t n = static_cast<size_t>(state.range(0));
+	const librma::detail::KernelTable *table = &librma::detail::kPlainKernels;
+#if defined(__x86_64__)
+	if (state.range(1) == 1) {
+		if (librma::detail::plainKernels != &librma::detail::kPlainKernelsAvx2) {
+			state.SkipWithError("this CPU has no AVX2");
+			return;
+		}
+		table = &librma::detail::kPlainKernelsAvx2;
+	}
+#endif
+	constexpr uint8_t kInt32 = static_cast<uint8_t>(librma::BasicType::Int32);
+	std::vector<int32_t> target(n, 1), origin(n, 2);
+	for (auto _ : state) {
+		(*table)[static_cast<uint32_t>(Op::Sum)][kInt32](target.data(), origin.data(), nullptr, n);
+		benchmark::ClobberMemory();
+	}
+	state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n * sizeof(int32_t)));
+	state.SetLabel(state.range(1) ? "avx2" : "baseline");
+}
+BENCHMARK(BM_Int32SumPlainIsa)->ArgsProduct({ { 256, 4096, 16384, 262144 }, { 0, 1 } });
+
 /* The same bytes through memcpy: the ceiling for a plain pass over the target. */
 void BM_MemcpyReference(benchmark::State &state)
 {

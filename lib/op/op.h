@@ -217,7 +217,13 @@ using KernelFn = void (*)(void *target, const void *origin, void *old, size_t n)
 /* [op][elem]: the kernels behind applyOp() and applyOpPlain(); a no-op where opAllowed() is false. */
 using KernelTable = std::array<std::array<KernelFn, kElemLimit>, kOpLimit>;
 extern const KernelTable kAtomicKernels;
+/* The plain kernels for the baseline ISA, and (x86-64) compiled for AVX2 (op_avx2.cpp). */
 extern const KernelTable kPlainKernels;
+#if defined(__x86_64__)
+extern const KernelTable kPlainKernelsAvx2;
+#endif
+/* The plain table applyOpPlain() uses: the AVX2 one where the CPU has AVX2 (set once, at load). */
+extern const KernelTable *plainKernels;
 
 } /* namespace detail */
 
@@ -387,7 +393,7 @@ inline void applyOpPlain(Op op, uint8_t elem, void *target, const void *origin, 
 {
 	if (static_cast<uint32_t>(op) >= kOpLimit || elem >= kElemLimit)
 		return;
-	detail::kPlainKernels[static_cast<uint32_t>(op)][elem](target, origin, old, n);
+	(*detail::plainKernels)[static_cast<uint32_t>(op)][elem](target, origin, old, n);
 }
 
 /**

@@ -761,6 +761,47 @@ TEST(OpKernelTest, EveryAllowedPairingMatchesTheReference)
 	EXPECT_GT(kernels, 200);
 }
 
+#if defined(__x86_64__)
+/* The AVX2 plain table (picked at load where the CPU has it) gives the baseline's bytes, every kernel. */
+TEST(OpKernelTest, Avx2PlainKernelsMatchTheBaselineByteForByte)
+{
+	if (!__builtin_cpu_supports("avx2"))
+		GTEST_SKIP() << "this CPU has no AVX2";
+	EXPECT_EQ(detail::plainKernels, &detail::kPlainKernelsAvx2) << "an AVX2 CPU should get the AVX2 table";
+	constexpr auto kSum = static_cast<uint32_t>(Op::Sum);
+	constexpr auto kInt32 = static_cast<uint8_t>(BasicType::Int32);
+	ASSERT_NE(detail::kPlainKernels[kSum][kInt32], detail::kPlainKernelsAvx2[kSum][kInt32])
+		<< "the two tables hold the same code: op_avx2.cpp was not compiled separately";
+	std::mt19937 rng(7);
+	constexpr size_t kElems = 67; /* odd: vector body and scalar tail */
+	constexpr size_t kBytes = kElems * 32 + 1;
+	std::vector<uint8_t> origin(kBytes), start(kBytes), base(kBytes), avx(kBytes), oldBase(kBytes), oldAvx(kBytes);
+	int compared = 0;
+	for (Op op : kOps) {
+		for (const TypeRow &row : kRows) {
+			if (!mpiAllows(op, row.mpiClass))
+				continue;
+			for (size_t misalign : { size_t(0), size_t(1) }) {
+				for (auto &b : origin)
+					b = static_cast<uint8_t>(rng());
+				for (auto &b : start)
+					b = static_cast<uint8_t>(rng());
+				base = start;
+				avx = start;
+				const auto o = static_cast<uint32_t>(op);
+				detail::kPlainKernels[o][row.elem](base.data() + misalign, origin.data(), oldBase.data(), kElems);
+				detail::kPlainKernelsAvx2[o][row.elem](avx.data() + misalign, origin.data(), oldAvx.data(), kElems);
+				ASSERT_EQ(base, avx) << opName(op) << " on " << row.name << ", misaligned by " << misalign;
+				ASSERT_EQ(std::memcmp(oldBase.data(), oldAvx.data(), kElems * elemBytes(row.elem)), 0)
+					<< opName(op) << " on " << row.name;
+				++compared;
+			}
+		}
+	}
+	EXPECT_GT(compared, 400);
+}
+#endif
+
 TEST(OpKernelTest, DisallowedPairingsLeaveTargetAlone)
 {
 	alignas(64) uint8_t target[64], origin[64], old[64];
