@@ -951,13 +951,23 @@ int Window::enterPlain(const char *call, int t)
 	return RMA_SUCCESS;
 }
 
-/* The consumer role is held: end plain mode on @t if its lease ran out. */
+/*
+ * The consumer role is held: end plain mode on @t if its lease ran out.
+ * In-place applies renew the lease by storing 0 in plainSince (no clock
+ * read on their path); the first check after that stamps the time. So the
+ * lease ends between kPlainLeaseNs and twice that after the last renewal.
+ */
 void Window::endExpiredLease(int t)
 {
 	AccTargetLine &line = accLines_[t];
 	/* Relaxed: only consumer-role holders write these, and we hold it (ordered by its acquire). */
-	if (line.plainMode.load(std::memory_order_relaxed) != 0 &&
-	    monotonicNs() - line.plainSince.load(std::memory_order_relaxed) > kPlainLeaseNs)
+	if (line.plainMode.load(std::memory_order_relaxed) == 0)
+		return;
+	const uint64_t since = line.plainSince.load(std::memory_order_relaxed);
+	const uint64_t now = monotonicNs();
+	if (since == 0)
+		line.plainSince.store(now, std::memory_order_relaxed); /* renewed since the last check */
+	else if (now - since > kPlainLeaseNs)
 		leavePlain(t);
 }
 
@@ -1021,8 +1031,8 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 		 * of fetch_and_ops off their one-instruction atomic path for good.
 		 */
 		if (!plainApply_ && large)
-			/* Relaxed: read by later holders of the role, ordered by its release below. */
-			line.plainSince.store(monotonicNs(), std::memory_order_relaxed);
+			/* Renew (endExpiredLease). Relaxed: read by later holders of the role, ordered by its release below. */
+			line.plainSince.store(0, std::memory_order_relaxed);
 		outcome = InPlace::Done;
 	}
 	/* Release: pairs with the acquire of the next holder. */

@@ -169,7 +169,7 @@ struct alignas(kFalseSharingPad) AccTargetLine {
 	 * accumulate.cpp, "Plain mode").
 	 */
 	alignas(kFalseSharingPad) std::atomic<uint32_t> plainMode;
-	std::atomic<uint64_t> plainSince; /* CLOCK_MONOTONIC ns of the last plain apply (the lease) */
+	std::atomic<uint64_t> plainSince; /* the lease: CLOCK_MONOTONIC ns it was last seen renewed; 0: renewed since */
 	alignas(kFalseSharingPad) std::atomic<uint32_t> fastOp;
 };
 static_assert(sizeof(AccTargetLine) == 4 * kFalseSharingPad);
