@@ -307,6 +307,7 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	/* Ring-only windows have no origin atomics to hold off: no handshake needed there. */
 	plainCapable_ = plainCapable && !plainApply_;
 	myFastOp_ = &accLines_[rank()].fastOp;
+	pathAuto_ = accPath() == AccPath::Auto;
 	accFast_.assign(n, 0);
 	for (uint32_t t = 0; t < n; ++t)
 		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && !hints_.accumulateRing;
@@ -620,7 +621,7 @@ int Window::accumulate(const char *call, const AccArgs &a)
 	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
 	    (!a.fetch || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
 	    static_cast<unsigned>(a.target) < accFast_.size() && (allAccess_ || access_[a.target]) &&
-	    accFast_[a.target] && (plainCapable_ || plainApply_) && !noPlainMode_ && accPath() == AccPath::Auto) {
+	    accFast_[a.target] && (plainCapable_ || plainApply_) && !noPlainMode_ && pathAuto_) {
 		const Op op = toOp(a.op);
 		const uint8_t elem = d->handleIndex;
 		const TargetView &t = targets_[a.target];

@@ -231,14 +231,16 @@ public:
 	{
 		const Datatype *d = predefinedDatatype(type);
 		const Op op = toOp(opHandle);
-		if (d && count > 0 && count <= kFastElements && static_cast<unsigned>(target) < accFast_.size() &&
+		/* The size first: mid-size operations leave here at once, for the in-place path. */
+		if (d && count > 0 && count <= kFastElements && d->size * count <= kFastBytes &&
+		    static_cast<unsigned>(target) < accFast_.size() &&
 		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
 		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin)) && !anyDead()) [[likely]] {
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
 			rma_aint offset;
 			if (disp >= 0 && !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
-			    bytes <= kFastBytes && offset <= t.size - bytes) [[likely]] {
+			    offset <= t.size - bytes) [[likely]] {
 				const uint8_t elem = d->handleIndex;
 				std::byte *addr = t.base + offset;
 				const bool add64 =
@@ -534,6 +536,7 @@ private:
 	std::vector<MpscRing> rings_;          /* per target */
 	std::vector<uint8_t> accLocked_;       /* per target: path 3 (apply lock) */
 	std::vector<uint8_t> accFast_;         /* per target: path 1 allowed (Direct, not locked, not forced to the ring) */
+	bool pathAuto_ = true;                 /* RMA_ACC_PATH is auto (read once, at creation) */
 	std::vector<uint64_t> accIssued_;      /* per target: last sequence number queued */
 	std::vector<uint64_t> accApplied_;     /* per target: known applied and collected */
 	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
