@@ -52,13 +52,15 @@ const char kTests[] =
 	"  fence                         an empty fence, next to a raw store/poll barrier\n"
 	"  contention                    ranks 1..N-1 all --op at rank 0 (needs N >= 3 to contend)\n"
 	"  passive                       --op latency while the target computes, never calling the library\n"
-	"  latency bandwidth             as put_latency / put_bw with --op put|get\n";
+	"  latency bandwidth             as put_latency / put_bw with --op put|get\n"
+	"  win_create                    allocate + free of a window (--flavor) of each size, collective;\n"
+	"                                default sizes 1 MiB, 64 MiB, 1 GiB (extra: with every page touched)\n";
 
 
 const char *const kTestNames[] = { "put_latency", "get_latency", "acc_latency", "get_acc_latency", "fop_latency",
 				   "cas_latency", "put_bw",	 "get_bw",	"put_bibw",	   "rate",
 				   "lock",	  "flush",	 "fence",	"contention",	   "passive",
-				   "latency",	  "bandwidth" };
+				   "latency",	  "bandwidth",	 "win_create" };
 const char *const kOpNames[] = { "put", "get", "acc", "get_acc", "fop", "cas" };
 const char *const kSyncNames[] = { "fence", "pscw", "lock", "lock_all", "flush", "flush_local" };
 const char *const kFlavorNames[] = { "allocate", "allocate_shared", "create", "dynamic" };
@@ -243,7 +245,7 @@ bool parseTest(const std::vector<std::string> &args, Options &o)
 		{ Test::Bandwidth, Operation::Put }, { Test::Bandwidth, Operation::Get },  { Test::Bibw, Operation::Put },
 		{ Test::Rate, Operation::Put },	     { Test::Lock, Operation::Put },	   { Test::Flush, Operation::Put },
 		{ Test::Fence, Operation::Put },     { Test::Contention, Operation::Put }, { Test::Latency, Operation::Put },
-		{ Test::Latency, Operation::Put },   { Test::Bandwidth, Operation::Put },
+		{ Test::Latency, Operation::Put },   { Test::Bandwidth, Operation::Put }, { Test::WinCreate, Operation::Put },
 	};
 	static_assert(std::size(kinds) == std::size(kTestNames));
 	size_t which = 0;
@@ -265,6 +267,10 @@ bool parseTest(const std::vector<std::string> &args, Options &o)
 		o.elemGiven = lookup(kElemNames, t.type, o.elem);
 	if (!t.accOp.empty())
 		lookup(kAccOpNames, t.accOp, o.accOp);
+	/* Window creation: 1 MiB, 64 MiB and 1 GiB unless sizes are given. */
+	if (t.test == "win_create" && t.size <= 0 && o.sizes.empty() && o.minSize == Options{}.minSize &&
+	    o.maxSize == Options{}.maxSize)
+		o.sizes = { 1L << 20, 64L << 20, 1L << 30 };
 	if (t.size > 0)
 		o.minSize = o.maxSize = t.size;
 	for (long size : o.sizes)

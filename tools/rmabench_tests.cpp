@@ -63,7 +63,7 @@ size_t elemSize(Elem e)
 const char *testName(Test t)
 {
 	static const char *const names[] = { "latency", "bandwidth", "bibw", "rate",
-					     "lock",	"flush",     "fence", "contention" };
+					     "lock",	"flush",     "fence", "contention", "win_create" };
 	return names[static_cast<int>(t)];
 }
 
@@ -432,6 +432,7 @@ private:
 	std::vector<double> timeBlocks(long iters, long block, Fn &&fn);
 	int sizeSweep();
 	void sizelessTest();
+	void windowCreateTest();
 	double rawBarrierMicros(long iters);
 	void finishPassive();
 	void contentionSummary(const PageBuffer &expect);
@@ -528,6 +529,8 @@ void Bench::chooseRoles()
 
 size_t Bench::windowBytes() const
 {
+	if (o_.test == Test::WinCreate)
+		return 64; /* the test makes its own windows */
 	size_t fp = footprintFor(o_.shape, elem_, static_cast<size_t>(o_.maxSize));
 	if (o_.test == Test::Contention && !atomicOp())
 		fp *= static_cast<size_t>(std::max(1, size_ - 1));
@@ -1142,6 +1145,56 @@ double Bench::rawBarrierMicros(long iters)
 	return t;
 }
 
+/*
+ * Window creation: every rank creates (and frees) a window of each size, as
+ * a collective; rank 0's times. Each iteration starts from a barrier. The
+ * extra column repeats it with every page of the rank's memory written once
+ * (what a program pays before it uses the window).
+ */
+void Bench::windowCreateTest()
+{
+	const long page = sysconf(_SC_PAGESIZE);
+	for (long sz : sweep(o_, 1)) {
+		Row row;
+		row.size = sz;
+		const long iters = o_.iterations ? o_.iterations : (sz >= (256L << 20) ? 5 : 20);
+		const long skip = o_.skip >= 0 ? o_.skip : 1;
+		row.iterations = iters;
+		WinSpec spec;
+		spec.flavor = o_.flavor;
+		spec.bytes = static_cast<size_t>(sz);
+		spec.hugePages = o_.hugePages;
+		spec.placement = o_.placement;
+		auto once = [&](bool touch) {
+			be::barrier();
+			double t0 = be::wtime();
+			Window w = be::allocate(spec);
+			if (touch)
+				for (size_t off = 0; off < w.bytes; off += static_cast<size_t>(page))
+					reinterpret_cast<volatile std::byte *>(w.base)[off] = std::byte{ 1 };
+			be::free(w);
+			return be::wtime() - t0;
+		};
+		std::vector<double> plain, touched;
+		for (long i = 0; i < skip; ++i)
+			once(false);
+		for (long i = 0; i < iters; ++i) {
+			plain.push_back(once(false));
+			touched.push_back(once(true));
+		}
+		if (rank_ == 0) {
+			double mean = 0;
+			for (double b : plain)
+				mean += b;
+			row.mean = mean / static_cast<double>(plain.size()) * 1e6;
+			summarize(plain, row, 1e6);
+			std::sort(touched.begin(), touched.end());
+			row.extra = touched[touched.size() / 2] * 1e6;
+		}
+		run_.rows.push_back(row);
+	}
+}
+
 void Bench::sizelessTest()
 {
 	Row row;
@@ -1292,9 +1345,12 @@ int Bench::run()
 
 	calibrateCompute();
 	be::barrier();
-	openEpoch();
+	if (o_.test != Test::WinCreate) /* its own windows only */
+		openEpoch();
 	if (o_.test == Test::Fence || o_.test == Test::Lock || o_.test == Test::Flush)
 		sizelessTest();
+	else if (o_.test == Test::WinCreate)
+		windowCreateTest();
 	else
 		sizeSweep();
 	/* How much of its computing the truly passive target kept. */
@@ -1336,6 +1392,11 @@ int Bench::run()
 		what = std::string(opName(o_.op)) + " message rate, " + std::to_string(o_.window) + " ops per " +
 		       syncName(o_.sync);
 		run_.extraName = "mbs";
+		break;
+	case Test::WinCreate:
+		what = std::string("window creation: allocate + free, ") + flavorName(o_.flavor) +
+		       " (extra: with every page of the window written once, median us)";
+		run_.extraName = "touched_us";
 		break;
 	case Test::Contention:
 		what = std::string(opName(o_.op)) + " latency + " + syncName(o_.sync) + ", " +

@@ -25,6 +25,7 @@ enum class Test {
 	Flush,	    /* flush with nothing to complete, in a lock_all epoch */
 	Fence,	    /* an empty fence, next to a raw store/poll barrier */
 	Contention, /* ranks 1..N-1 all at rank 0 */
+	WinCreate,  /* allocate + free of a window of each size (collective) */
 };
 
 enum class Operation { Put, Get, Acc, GetAcc, Fop, Cas };
