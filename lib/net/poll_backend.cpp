@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 
 #include "error/error.h"
 #include "net/uring_loop.h"
@@ -233,7 +234,21 @@ private:
 			if (conns_[id]->open && !conns_[id]->wantOut && conns_[id]->sent < conns_[id]->queued.size())
 				n += flush(id, *conns_[id]);
 		epoll_event evs[64];
-		int k = epoll_wait(epoll_.get(), evs, 64, n > 0 ? 0 : timeoutMs);
+		const int ms = n > 0 ? 0 : timeoutMs;
+		const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+		int k = epoll_wait(epoll_.get(), evs, 64, ms);
+		/*
+		 * EINTR without a signal of ours happens (task work of an io_uring
+		 * being torn down in this thread interrupts the wait): sleep out
+		 * the rest of the timeout rather than return early.
+		 */
+		while (k < 0 && errno == EINTR && ms > 0) {
+			auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+											std::chrono::steady_clock::now());
+			if (left.count() <= 0)
+				break;
+			k = epoll_wait(epoll_.get(), evs, 64, static_cast<int>(left.count()));
+		}
 		for (int i = 0; i < k; ++i) {
 			if (evs[i].data.u64 == kEventfdKey) {
 				uint64_t v;
