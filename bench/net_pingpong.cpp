@@ -16,11 +16,14 @@
  *                           in wait() between messages (the wake-up cost)
  *
  * Each reports the mean (Google Benchmark's time) and, as counters, the
- * median and 99th percentile of the individual round trips in µs. On 2
- * cores both threads spin: run it on a quiet machine, e.g.
+ * median and 99th percentile of the individual round trips in µs. The echo
+ * thread is pinned to the first allowed CPU and the origin to the last. On
+ * 2 cores both threads spin: run it on a quiet machine, e.g.
  *   build/bench/net_pingpong --benchmark_repetitions=3
  */
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -43,6 +46,43 @@ namespace librma {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/*
+ * The echo thread on the first allowed CPU, the origin on the last (when
+ * there are two): the two spinners never share a core, whatever else runs.
+ */
+struct Pinning {
+	cpu_set_t saved;
+	int echoCpu = -1;
+	int originCpu = -1;
+	Pinning()
+	{
+		pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved);
+		for (int c = 0; c < CPU_SETSIZE; ++c) {
+			if (!CPU_ISSET(c, &saved))
+				continue;
+			if (echoCpu < 0)
+				echoCpu = c;
+			originCpu = c;
+		}
+		if (originCpu != echoCpu)
+			pin(originCpu);
+	}
+	~Pinning() { pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved); }
+	/* Call from the echo thread. */
+	void pinEcho() const
+	{
+		if (originCpu != echoCpu)
+			pin(echoCpu);
+	}
+	static void pin(int cpu)
+	{
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+	}
+};
 
 std::pair<UniqueFd, UniqueFd> tcpPair()
 {
@@ -125,7 +165,9 @@ void BM_RawPingPong(benchmark::State &state)
 		return;
 	}
 	std::atomic<bool> stop{ false };
-	std::thread echo([fd = s.get(), size, &stop] {
+	Pinning pins;
+	std::thread echo([fd = s.get(), size, &stop, &pins] {
+		pins.pinEcho();
 		std::vector<uint8_t> buf(size);
 		while (recvSpin(fd, buf.data(), size, &stop) && sendAll(fd, buf.data(), size)) {
 		}
@@ -155,7 +197,9 @@ void BM_EnginePingPong(benchmark::State &state)
 	Echo echo;
 	std::atomic<int> ready{ 0 }; /* 1: serving, -1: the loop could not be made */
 	std::string backend;
+	Pinning pins;
 	std::thread agent([&, fd = s.release()] {
+		pins.pinEcho();
 		net::FrameHandler h;
 		h.onFrame = [](void *ctx, net::ConnId id, std::span<const uint8_t> f) noexcept {
 			(void)static_cast<Echo *>(ctx)->loop->send(id, f);

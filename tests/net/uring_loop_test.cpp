@@ -207,7 +207,7 @@ TEST_P(NetLoopTest, DeliversFramesInOrderAndSendsReplies)
 		EXPECT_TRUE(checkStamp(sink.frames[q], q)) << q;
 	/* The echoes leave on the passes that follow. */
 	Bytes back(all.size());
-	std::thread reader([&] { EXPECT_TRUE(readAll(c.get(), back.data(), back.size())); });
+	std::thread reader([&, fd = c.get()] { EXPECT_TRUE(readAll(fd, back.data(), back.size())); });
 	auto end = Clock::now() + std::chrono::seconds(10);
 	while (loop->stats().bytesOut < all.size() && Clock::now() < end)
 		loop->poll();
