@@ -436,6 +436,12 @@ TEST_P(NetLoopTest, NoWakeIsLostUnderContention)
 	producer.join();
 	EXPECT_EQ(consumed.load(), kRounds);
 	EXPECT_EQ(slow, 0) << "waits that slept through a wake";
+	/* The race was run: some waits parked (a wake ended them), not every one found the work first. */
+	EXPECT_GT(loop->stats().parks, 0u);
+	std::printf("[ handshake ] %llu parks, %llu futex wakes, %llu eventfd wakes in %d rounds\n",
+		    static_cast<unsigned long long>(loop->stats().parks),
+		    static_cast<unsigned long long>(loop->stats().futexWakes),
+		    static_cast<unsigned long long>(loop->stats().eventfdWakes), kRounds);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, NetLoopTest,
