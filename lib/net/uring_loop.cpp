@@ -142,9 +142,9 @@ int UringLoop::init()
 	io_uring_params p{};
 	p.cq_entries = config_.ringEntries * 16;
 	unsigned base = IORING_SETUP_CQSIZE;
-	if (features_.deferTaskrun)
+	if (features_.deferTaskrun && !config_.noDeferTaskrun)
 		p.flags = base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
-	else if (features_.coopTaskrun)
+	else if (features_.coopTaskrun || features_.deferTaskrun) /* a kernel with DEFER_TASKRUN has COOP_TASKRUN */
 		p.flags = base | IORING_SETUP_COOP_TASKRUN;
 	else
 		p.flags = base;

@@ -87,6 +87,7 @@ struct NetLoopConfig {
 	/* Testing knobs: behave as a kernel without these pieces. */
 	bool noFutexWait = false;    /* wake through the eventfd */
 	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
+	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
 	/* Doorbell to park on; nullptr: the loop's own. Must outlive the loop. */
 	Doorbell *doorbell = nullptr;
 };

@@ -143,6 +143,7 @@ struct Backend {
 	bool poll;
 	bool noFutexWait;
 	bool noMultishot;
+	bool noDeferTaskrun = false;
 };
 
 class NetLoopTest : public ::testing::TestWithParam<Backend>
@@ -161,6 +162,7 @@ protected:
 	{
 		cfg.noFutexWait = GetParam().noFutexWait;
 		cfg.noMultishot = GetParam().noMultishot;
+		cfg.noDeferTaskrun = GetParam().noDeferTaskrun;
 		auto r = GetParam().poll ? makePollLoop(sink.handler(), cfg)
 					 : makeUringLoop(sink.handler(), cfg, probeNetFeatures());
 		EXPECT_TRUE(r.ok()) << errorMessage(r.code());
@@ -202,6 +204,9 @@ TEST_P(NetLoopTest, DeliversFramesInOrderAndSendsReplies)
 		all.insert(all.end(), f.begin(), f.end());
 	}
 	ASSERT_TRUE(writeAll(c.get(), all));
+	if (GetParam().noDeferTaskrun) {
+		EXPECT_NE(loop->describe().find("coop_taskrun"), std::string::npos) << loop->describe();
+	}
 	ASSERT_TRUE(drive(*loop, [&] { return sink.frames.size() == 50; }));
 	for (uint64_t q = 0; q < 50; ++q)
 		EXPECT_TRUE(checkStamp(sink.frames[q], q)) << q;
@@ -448,6 +453,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, NetLoopTest,
 			 ::testing::Values(Backend{ "uring", false, false, false },
 					   Backend{ "uring_eventfd_wake", false, true, false },
 					   Backend{ "uring_single_shot", false, false, true },
+					   Backend{ "uring_coop_taskrun", false, false, false, true },
 					   Backend{ "poll", true, false, false }),
 			 [](const ::testing::TestParamInfo<Backend> &i) { return std::string(i.param.name); });
 
