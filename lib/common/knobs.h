@@ -58,6 +58,7 @@ inline bool directory(const char *v)
 inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" }); }
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
+inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require" }); }
 
 } /* namespace knobs */
 
@@ -82,6 +83,10 @@ inline constexpr Knob kKnobs[] = {
 	{ "RMA_LAUNCHER_MAX_MIB", "a number of MiB", "1024",
 	  "the most rmarun buffers for its ranks' bootstrap traffic; a rank that exceeds it fails the job",
 	  knobs::number },
+	{ "RMA_NET_URING", "auto, off or require", "auto",
+	  "the inter-host engine's io_uring use: auto (io_uring with what the kernel has, else epoll), off (always "
+	  "epoll and nonblocking sockets), require (io_uring with every feature the design uses, or an error)",
+	  knobs::netUring },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+#include "net/uring_loop.h"
+
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include <liburing.h>
+
+#include "error/error.h"
+#include "net/le.h"
+#include "net/uring_compat.h"
+
+namespace librma::net {
+
+/* ---- Shared parts ---- */
+
+FrameAssembler::FrameAssembler(uint32_t maxBody) : maxBody_(maxBody), partial_(32 + std::size_t{ maxBody }) {}
+
+std::size_t FrameAssembler::frameLength(const uint8_t *h) const
+{
+	uint32_t body = le::load<uint32_t>(h + 4);
+	return body > maxBody_ ? 0 : 32 + std::size_t{ body };
+}
+
+NetLoop::NetLoop(const FrameHandler &handler, const NetLoopConfig &config)
+	: handler_(handler), config_(config), doorbell_(config.doorbell ? config.doorbell : &ownDoorbell_)
+{
+}
+
+namespace {
+
+int checkConfig(const FrameHandler &handler, const NetLoopConfig &c)
+{
+	if (!handler.onFrame || !handler.onClosed)
+		return makeError(RMA_ERR_ARG, "net loop: onFrame and onClosed are required");
+	if (c.maxBody == 0 || c.ringEntries == 0 || c.bufSize == 0 || c.bufCount == 0 || c.bufCount > 32768 ||
+	    (c.bufCount & (c.bufCount - 1)) != 0)
+		return makeError(RMA_ERR_ARG,
+				 "net loop: bad configuration (maxBody %u, ringEntries %u, bufCount %u (a power of two "
+				 "<= 32768), bufSize %u)",
+				 c.maxBody, c.ringEntries, c.bufCount, c.bufSize);
+	return RMA_SUCCESS;
+}
+
+/* user_data: connection id << 8 | what the operation was. */
+enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4 };
+constexpr uint64_t userData(ConnId c, Tag t) { return (uint64_t{ c } << 8) | t; }
+constexpr uint16_t kBufGroup = 1;
+
+class UringLoop final : public NetLoop
+{
+public:
+	UringLoop(const FrameHandler &handler, const NetLoopConfig &config, const NetFeatures &features)
+		: NetLoop(handler, config), features_(features)
+	{
+	}
+
+	~UringLoop() override
+	{
+		if (ringReady_)
+			io_uring_queue_exit(&ring_); /* cancels every operation in flight */
+		if (bufRing_)
+			munmap(bufRing_, bufRingBytes_);
+		if (buffers_)
+			munmap(buffers_, buffersBytes_);
+	}
+
+	int init();
+
+	Result<ConnId> addConnection(UniqueFd fd) override;
+	int send(ConnId conn, std::span<const uint8_t> bytes) override;
+	int close(ConnId conn) override;
+	int poll() noexcept override;
+	int wait(int64_t timeoutNs) noexcept override;
+	void wake() noexcept override;
+	const char *backend() const noexcept override { return "io_uring"; }
+	std::string describe() const override;
+
+private:
+	struct Conn {
+		explicit Conn(uint32_t maxBody) : assembler(maxBody) {}
+		UniqueFd fd;
+		bool open = true;
+		bool recvArmed = false;
+		bool sendArmed = false;
+		bool everArmed = false;
+		FrameAssembler assembler;
+		std::vector<uint8_t> queued;
+		std::vector<uint8_t> inflight;
+		std::size_t sent = 0;
+		std::vector<uint8_t> own; /* single-shot recv buffer */
+	};
+
+	io_uring_sqe *sqe() noexcept
+	{
+		io_uring_sqe *s = io_uring_get_sqe(&ring_);
+		if (!s) {
+			/* SQ full: hand what is there to the kernel and take the next slot. */
+			io_uring_submit(&ring_);
+			s = io_uring_get_sqe(&ring_);
+		}
+		return s;
+	}
+	void arm() noexcept;
+	int reap() noexcept;
+	void onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept;
+	void onSend(Conn &c, int res, ConnId id) noexcept;
+	/* Mark @c closed and shut its socket so its operations end (the caller tells the handler). */
+	void shut(Conn &c) noexcept;
+	void release(Conn &c) noexcept
+	{
+		if (!c.open && !c.recvArmed && !c.sendArmed)
+			c.fd.reset();
+	}
+	bool useFutex() const { return features_.futexWait && !config_.noFutexWait; }
+	bool useMultishot() const { return features_.bufRing && features_.recvMultishot && !config_.noMultishot; }
+
+	NetFeatures features_;
+	io_uring ring_{};
+	bool ringReady_ = false;
+	unsigned setupFlags_ = 0;
+	io_uring_buf_ring *bufRing_ = nullptr;
+	std::size_t bufRingBytes_ = 0;
+	uint8_t *buffers_ = nullptr;
+	std::size_t buffersBytes_ = 0;
+	UniqueFd eventfd_;
+	uint64_t eventfdValue_ = 0;
+	bool futexArmed_ = false;
+	bool eventfdArmed_ = false;
+	std::vector<std::unique_ptr<Conn>> conns_;
+};
+
+int UringLoop::init()
+{
+	io_uring_params p{};
+	p.cq_entries = config_.ringEntries * 16;
+	unsigned base = IORING_SETUP_CQSIZE;
+	if (features_.deferTaskrun && !config_.noDeferTaskrun)
+		p.flags = base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
+	else if (features_.coopTaskrun || features_.deferTaskrun) /* a kernel with DEFER_TASKRUN has COOP_TASKRUN */
+		p.flags = base | IORING_SETUP_COOP_TASKRUN;
+	else
+		p.flags = base;
+	int rc = io_uring_queue_init_params(config_.ringEntries, &ring_, &p);
+	if (rc < 0)
+		return makeErrnoError(RMA_ERR_INTERN, -rc, "net loop: io_uring_queue_init_params(%u entries, flags 0x%x)",
+				      config_.ringEntries, p.flags);
+	ringReady_ = true;
+	setupFlags_ = p.flags;
+	/* The ring's own fd need not be looked up on every enter; failure only costs that lookup. */
+	(void)io_uring_register_ring_fd(&ring_);
+
+	if (useMultishot()) {
+		/* The provided buffer ring, registered by hand: liburing 2.3 has no io_uring_setup_buf_ring. */
+		bufRingBytes_ = (config_.bufCount * sizeof(io_uring_buf) + 4095) & ~std::size_t{ 4095 };
+		void *r = mmap(nullptr, bufRingBytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (r == MAP_FAILED)
+			return makeErrnoError(RMA_ERR_INTERN, errno, "net loop: mmap of the buffer ring");
+		bufRing_ = static_cast<io_uring_buf_ring *>(r);
+		buffersBytes_ = std::size_t{ config_.bufCount } * config_.bufSize;
+		void *b = mmap(nullptr, buffersBytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			return makeErrnoError(RMA_ERR_INTERN, errno, "net loop: mmap of %zu bytes of receive buffers",
+					      buffersBytes_);
+		buffers_ = static_cast<uint8_t *>(b);
+		madvise(buffers_, buffersBytes_, MADV_HUGEPAGE);
+		io_uring_buf_ring_init(bufRing_);
+		io_uring_buf_reg reg{};
+		reg.ring_addr = reinterpret_cast<uint64_t>(bufRing_);
+		reg.ring_entries = config_.bufCount;
+		reg.bgid = kBufGroup;
+		rc = io_uring_register_buf_ring(&ring_, &reg, 0);
+		if (rc < 0)
+			return makeErrnoError(RMA_ERR_INTERN, -rc, "net loop: io_uring_register_buf_ring(%u buffers)",
+					      config_.bufCount);
+		const int mask = io_uring_buf_ring_mask(config_.bufCount);
+		for (uint32_t i = 0; i < config_.bufCount; ++i)
+			io_uring_buf_ring_add(bufRing_, buffers_ + std::size_t{ i } * config_.bufSize, config_.bufSize,
+					      static_cast<unsigned short>(i), mask, static_cast<int>(i));
+		/* Publishes the buffers to the kernel (a release store of the tail inside liburing). */
+		io_uring_buf_ring_advance(bufRing_, static_cast<int>(config_.bufCount));
+	}
+	if (!useFutex()) {
+		eventfd_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		if (!eventfd_.isValid())
+			return makeErrnoError(RMA_ERR_INTERN, errno, "net loop: eventfd");
+	}
+	return RMA_SUCCESS;
+}
+
+std::string UringLoop::describe() const
+{
+	std::string s = "io_uring:";
+	s += (setupFlags_ & IORING_SETUP_DEFER_TASKRUN) ? " defer_taskrun"
+	     : (setupFlags_ & IORING_SETUP_COOP_TASKRUN) ? " coop_taskrun"
+							  : " plain_taskrun";
+	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
+	s += useFutex() ? " futex_wait" : " eventfd_wake";
+	return s;
+}
+
+Result<ConnId> UringLoop::addConnection(UniqueFd fd)
+{
+	if (!fd.isValid())
+		return Result<ConnId>::failure(makeError(RMA_ERR_ARG, "net loop: invalid socket"));
+	int fl = fcntl(fd.get(), F_GETFL);
+	if (fl < 0 || fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+		return Result<ConnId>::failure(makeErrnoError(RMA_ERR_ARG, errno, "net loop: fcntl(O_NONBLOCK)"));
+	auto c = std::make_unique<Conn>(config_.maxBody);
+	c->fd = std::move(fd);
+	if (!useMultishot())
+		c->own.resize(std::max<std::size_t>(config_.bufSize, 65536));
+	conns_.push_back(std::move(c));
+	return static_cast<ConnId>(conns_.size() - 1);
+}
+
+int UringLoop::send(ConnId id, std::span<const uint8_t> bytes)
+{
+	if (id >= conns_.size() || !conns_[id]->open)
+		return makeError(RMA_ERR_ARG, "net loop: send on unknown or closed connection %u", id);
+	Conn &c = *conns_[id];
+	c.queued.insert(c.queued.end(), bytes.begin(), bytes.end());
+	return RMA_SUCCESS;
+}
+
+int UringLoop::close(ConnId id)
+{
+	if (id >= conns_.size() || !conns_[id]->open)
+		return makeError(RMA_ERR_ARG, "net loop: close of unknown or closed connection %u", id);
+	shut(*conns_[id]);
+	return RMA_SUCCESS;
+}
+
+void UringLoop::shut(Conn &c) noexcept
+{
+	c.open = false;
+	c.queued.clear();
+	/* Ends the multishot recv (res 0) and any send (EPIPE); the fd closes once both have completed. */
+	::shutdown(c.fd.get(), SHUT_RDWR);
+	release(c);
+}
+
+void UringLoop::arm() noexcept
+{
+	for (ConnId id = 0; id < conns_.size(); ++id) {
+		Conn &c = *conns_[id];
+		if (!c.open)
+			continue;
+		if (!c.recvArmed) {
+			io_uring_sqe *s = sqe();
+			if (!s)
+				return; /* the SQ is still full after a submit: the next pass arms the rest */
+			if (useMultishot()) {
+				io_uring_prep_recv_multishot(s, c.fd.get(), nullptr, 0, 0);
+				s->flags |= IOSQE_BUFFER_SELECT;
+				s->buf_group = kBufGroup;
+			} else {
+				io_uring_prep_recv(s, c.fd.get(), c.own.data(), c.own.size(), 0);
+			}
+			io_uring_sqe_set_data64(s, userData(id, kRecv));
+			c.recvArmed = true;
+			if (c.everArmed)
+				++stats_.recvRearms;
+			c.everArmed = true;
+		}
+		if (!c.sendArmed && (c.sent < c.inflight.size() || !c.queued.empty())) {
+			if (c.sent == c.inflight.size()) {
+				c.inflight.swap(c.queued);
+				c.queued.clear();
+				c.sent = 0;
+			}
+			io_uring_sqe *s = sqe();
+			if (!s)
+				return;
+			io_uring_prep_send(s, c.fd.get(), c.inflight.data() + c.sent, c.inflight.size() - c.sent,
+					   MSG_NOSIGNAL);
+			io_uring_sqe_set_data64(s, userData(id, kSend));
+			c.sendArmed = true;
+			++stats_.sends;
+		}
+	}
+}
+
+void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
+{
+	const int res = cqe->res;
+	const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+	if (!more)
+		c.recvArmed = false;
+	if (res > 0) {
+		++stats_.recvCompletions;
+		stats_.bytesIn += static_cast<uint64_t>(res);
+		const uint8_t *data = c.own.data();
+		int bid = -1;
+		if (cqe->flags & IORING_CQE_F_BUFFER) {
+			bid = static_cast<int>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+			data = buffers_ + std::size_t(bid) * config_.bufSize;
+		}
+		bool good = true;
+		if (c.open) {
+			const uint64_t before = c.assembler.splitFrames();
+			good = c.assembler.feed({ data, static_cast<std::size_t>(res) }, [&](std::span<const uint8_t> f) {
+				++stats_.frames;
+				handler_.onFrame(handler_.ctx, id, f);
+			});
+			stats_.splitFrames += c.assembler.splitFrames() - before;
+		}
+		if (bid >= 0) {
+			/* The buffer's bytes are consumed (or copied): give it back at once. */
+			io_uring_buf_ring_add(bufRing_, buffers_ + std::size_t(bid) * config_.bufSize, config_.bufSize,
+					      static_cast<unsigned short>(bid), io_uring_buf_ring_mask(config_.bufCount), 0);
+			io_uring_buf_ring_advance(bufRing_, 1);
+		}
+		if (!good && c.open) {
+			shut(c);
+			handler_.onClosed(handler_.ctx, id, EPROTO);
+		}
+	} else if (res == -ENOBUFS) {
+		/* Every buffer was in use: the multishot ended; arm() re-arms it on this pass. */
+		++stats_.enobufs;
+	} else if (c.open) {
+		const int err = res == 0 ? 0 : -res;
+		shut(c);
+		handler_.onClosed(handler_.ctx, id, err);
+	}
+	release(c);
+}
+
+void UringLoop::onSend(Conn &c, int res, ConnId id) noexcept
+{
+	c.sendArmed = false;
+	if (res < 0) {
+		if (c.open) {
+			shut(c);
+			handler_.onClosed(handler_.ctx, id, -res);
+		}
+		release(c);
+		return;
+	}
+	stats_.bytesOut += static_cast<uint64_t>(res);
+	c.sent += static_cast<std::size_t>(res);
+	if (c.sent == c.inflight.size()) {
+		c.inflight.clear();
+		c.sent = 0;
+	}
+	release(c);
+}
+
+int UringLoop::reap() noexcept
+{
+	int n = 0;
+	io_uring_cqe *cqe;
+	unsigned head, seen = 0;
+	io_uring_for_each_cqe(&ring_, head, cqe)
+	{
+		++seen;
+		const uint64_t ud = io_uring_cqe_get_data64(cqe);
+		const auto tag = static_cast<Tag>(ud & 0xff);
+		const auto id = static_cast<ConnId>(ud >> 8);
+		switch (tag) {
+		case kRecv:
+			onRecv(id, *conns_[id], cqe);
+			++n;
+			break;
+		case kSend:
+			onSend(*conns_[id], cqe->res, id);
+			++n;
+			break;
+		case kFutex:
+			futexArmed_ = false;
+			++stats_.futexWakes;
+			break;
+		case kEventfd:
+			eventfdArmed_ = false;
+			++stats_.eventfdWakes;
+			break;
+		default:
+			break;
+		}
+	}
+	io_uring_cq_advance(&ring_, seen);
+	return n;
+}
+
+int UringLoop::poll() noexcept
+{
+	++stats_.passes;
+	arm();
+	/* One enter per pass: submits and, under DEFER_TASKRUN, runs the task work that posts completions. */
+	if (features_.getEvents)
+		io_uring_submit_and_get_events(&ring_);
+	else
+		io_uring_submit(&ring_);
+	int n = 0;
+	/* Completions may arm more work (a send queued by onFrame, a re-arm): a few rounds at most. */
+	for (int round = 0; round < 4; ++round) {
+		int k = reap();
+		n += k;
+		if (k == 0)
+			break;
+		arm();
+		if (io_uring_sq_ready(&ring_) == 0)
+			break;
+		if (features_.getEvents)
+			io_uring_submit_and_get_events(&ring_);
+		else
+			io_uring_submit(&ring_);
+	}
+	return n;
+}
+
+int UringLoop::wait(int64_t timeoutNs) noexcept
+{
+	arm();
+	Doorbell &d = *doorbell_;
+	/* C1, relaxed: F1 orders it before the re-check. */
+	d.state.store(Doorbell::kAsleep, std::memory_order_relaxed);
+	/* F1: pairs with F2 in Doorbell::ring() (and in wake()'s eventfd path); orders C1 before the re-check. */
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	bool work = io_uring_cq_ready(&ring_) > 0;
+	work |= handler_.pending && handler_.pending(handler_.ctx);
+	for (const auto &c : conns_)
+		work |= c->open && !c->sendArmed && (!c->queued.empty() || c->sent < c->inflight.size());
+	if (!work) {
+		io_uring_sqe *s = (useFutex() ? !futexArmed_ : !eventfdArmed_) ? sqe() : nullptr;
+		if (s && useFutex()) {
+			compat::prepFutexWait(s, reinterpret_cast<const uint32_t *>(&d.state), Doorbell::kAsleep);
+			io_uring_sqe_set_data64(s, userData(0, kFutex));
+			futexArmed_ = true;
+		} else if (s) {
+			io_uring_prep_read(s, eventfd_.get(), &eventfdValue_, sizeof(eventfdValue_), 0);
+			io_uring_sqe_set_data64(s, userData(0, kEventfd));
+			eventfdArmed_ = true;
+		}
+		++stats_.parks;
+		io_uring_cqe *cqe = nullptr;
+		__kernel_timespec ts;
+		__kernel_timespec *tp = nullptr;
+		if (timeoutNs >= 0) {
+			ts.tv_sec = timeoutNs / 1000000000;
+			ts.tv_nsec = timeoutNs % 1000000000;
+			tp = &ts;
+		}
+		io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tp, nullptr);
+	}
+	/* C4, relaxed: a producer that still reads Asleep makes one wake too many. */
+	d.state.store(Doorbell::kAwake, std::memory_order_relaxed);
+	return poll();
+}
+
+void UringLoop::wake() noexcept
+{
+	if (useFutex()) {
+		doorbell_->ring();
+		return;
+	}
+	/* F2 of the eventfd path: pairs with F1 in wait(). */
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	uint32_t expected = Doorbell::kAsleep;
+	/* Relaxed: elects one waker; the eventfd write and read order the rest through the kernel. */
+	if (doorbell_->state.load(std::memory_order_relaxed) == Doorbell::kAsleep &&
+	    doorbell_->state.compare_exchange_strong(expected, Doorbell::kAwake, std::memory_order_relaxed)) {
+		uint64_t one = 1;
+		ssize_t w = ::write(eventfd_.get(), &one, sizeof(one));
+		(void)w; /* EAGAIN: the counter is already nonzero, a wake is pending anyway */
+	}
+}
+
+} /* namespace */
+
+Result<std::unique_ptr<NetLoop>> makeUringLoop(const FrameHandler &handler, const NetLoopConfig &config,
+					       const NetFeatures &features)
+{
+	if (int rc = checkConfig(handler, config); rc != RMA_SUCCESS)
+		return Result<std::unique_ptr<NetLoop>>::failure(rc);
+	if (!features.uring)
+		return Result<std::unique_ptr<NetLoop>>::failure(
+			makeError(RMA_ERR_NOT_SUPPORTED, "net loop: %s", features.describe().c_str()));
+	auto loop = std::make_unique<UringLoop>(handler, config, features);
+	if (int rc = loop->init(); rc != RMA_SUCCESS)
+		return Result<std::unique_ptr<NetLoop>>::failure(rc);
+	return std::unique_ptr<NetLoop>(std::move(loop));
+}
+
+Result<std::unique_ptr<NetLoop>> makeNetLoop(const FrameHandler &handler, const NetLoopConfig &config)
+{
+	if (int rc = checkConfig(handler, config); rc != RMA_SUCCESS)
+		return Result<std::unique_ptr<NetLoop>>::failure(rc);
+	if (config.policy == UringPolicy::Off)
+		return makePollLoop(handler, config);
+	const NetFeatures &f = probeNetFeatures();
+	if (config.policy == UringPolicy::Require) {
+		if (const char *missing = f.firstMissing(); *missing)
+			return Result<std::unique_ptr<NetLoop>>::failure(makeError(
+				RMA_ERR_NOT_SUPPORTED, "RMA_NET_URING=require: the kernel lacks %s (%s)", missing,
+				f.describe().c_str()));
+		return makeUringLoop(handler, config, f);
+	}
+	if (!f.uring)
+		return makePollLoop(handler, config);
+	/* Prefer: a ring that cannot be set up (memlock, a filtered register call) falls back too. */
+	auto loop = makeUringLoop(handler, config, f);
+	if (!loop.ok())
+		return makePollLoop(handler, config);
+	return loop;
+}
+
+} /* namespace librma::net */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NetLoop: the net agent's I/O engine (docs/design/inter-host.md §4). It
+ * owns connected stream sockets, cuts what arrives into frames (the 32-byte
+ * header's bodyLen says where each ends; lib/net/frame.h), hands each whole
+ * frame to the caller, and sends what the caller queues. It moves frames,
+ * never windows: validating and applying a frame is the caller's
+ * (net::parse, then the ops).
+ *
+ * Two backends behind one interface, chosen once at creation:
+ *   UringLoop  one io_uring (SINGLE_ISSUER | DEFER_TASKRUN when the kernel
+ *              has them), a multishot recv per connection that picks
+ *              buffers from a provided buffer ring; a recv that ends
+ *              without IORING_CQE_F_MORE (-ENOBUFS when every buffer was
+ *              in use) is re-armed on the next pass. One SEND per
+ *              connection in flight, holding everything queued so far.
+ *              Parks in io_uring_submit_and_wait_timeout with an
+ *              IORING_OP_FUTEX_WAIT armed on the loop's doorbell, so
+ *              Doorbell::ring() from any thread or process wakes it; on
+ *              kernels without FUTEX_WAIT an eventfd read stands in.
+ *   PollLoop   (poll_backend.cpp) epoll and nonblocking recv/send, an
+ *              eventfd for the wake. Chosen by RMA_NET_URING=off or when
+ *              io_uring is unavailable and the policy allows it.
+ *
+ * Frames: a frame that lies wholly inside one received buffer is handed
+ * over in place; one split across buffers is copied into the connection's
+ * reassembly buffer (32 + maxBody bytes) and handed over from there. A
+ * header whose bodyLen exceeds maxBody poisons the stream: the connection
+ * is closed and onClosed() reports RMA_ERR_PROC_FAILED-class EPROTO.
+ *
+ * Wake handshake (the doorbell's, progress/doorbell.h): wait() stores
+ * Asleep, fences (seq_cst), re-checks for queued sends and ready
+ * completions, then sleeps; wake() is Doorbell::ring() (fence, load, CAS +
+ * FUTEX_WAKE), plus an eventfd write when the eventfd stands in.
+ *
+ * Creation: make the loop on the thread that will own it. An io_uring made
+ * with SINGLE_ISSUER | DEFER_TASKRUN takes its creator as its only
+ * submitter and waiter; another thread's poll() would fail with EEXIST.
+ *
+ * Thread safety: wake() and doorbell() are thread-safe (wake() from any
+ * thread; the doorbell may be rung from any process that maps it). Every
+ * other call belongs to the loop's single owner thread (the agent's:
+ * progress-thread only), including the callbacks, which run inside poll().
+ * Callbacks must not call close() or addConnection() of the loop (they may
+ * call send()).
+ */
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "net/features.h"
+#include "progress/doorbell.h"
+
+namespace librma::net {
+
+using ConnId = uint32_t;
+
+/* Where frames and closures go. Called on the owner thread from inside poll()/wait(). */
+struct FrameHandler {
+	/* One whole frame (header + body), valid only during the call. */
+	void (*onFrame)(void *ctx, ConnId conn, std::span<const uint8_t> frame) noexcept = nullptr;
+	/* The connection is gone: @error 0 for an orderly EOF, else a positive errno (EPROTO: bad framing). */
+	void (*onClosed)(void *ctx, ConnId conn, int error) noexcept = nullptr;
+	/*
+	 * Optional: whether there is work outside the loop (the agent's
+	 * rings). wait() re-checks it after announcing sleep, so work
+	 * published before a wake() is never slept through.
+	 */
+	bool (*pending)(void *ctx) noexcept = nullptr;
+	void *ctx = nullptr;
+};
+
+struct NetLoopConfig {
+	UringPolicy policy = UringPolicy::Prefer;
+	uint32_t maxBody = 65536;    /* kMaxBody */
+	uint32_t ringEntries = 256;  /* SQ entries; the CQ gets 16× */
+	uint32_t bufCount = 256;     /* provided buffers, a power of two <= 32768 */
+	uint32_t bufSize = 16384;    /* bytes each */
+	/* Testing knobs: behave as a kernel without these pieces. */
+	bool noFutexWait = false;    /* wake through the eventfd */
+	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
+	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
+	/* Doorbell to park on; nullptr: the loop's own. Must outlive the loop. */
+	Doorbell *doorbell = nullptr;
+};
+
+/* Counters (owner thread writes; read them from the owner thread or after it stopped). */
+struct NetLoopStats {
+	uint64_t passes = 0;
+	uint64_t recvCompletions = 0; /* CQEs (uring) or recv calls with data (poll) */
+	uint64_t bytesIn = 0;
+	uint64_t bytesOut = 0;
+	uint64_t frames = 0;	    /* handed to onFrame */
+	uint64_t splitFrames = 0;   /* of which reassembled from more than one buffer */
+	uint64_t recvRearms = 0;    /* multishot recvs re-armed (every arm after the first) */
+	uint64_t enobufs = 0;	    /* of which because the buffer ring ran dry */
+	uint64_t sends = 0;	    /* send submissions / calls */
+	uint64_t parks = 0;	    /* waits that slept */
+	uint64_t futexWakes = 0;    /* parks ended by the FUTEX_WAIT completing */
+	uint64_t eventfdWakes = 0;  /* parks ended by the eventfd */
+};
+
+/*
+ * Cuts a byte stream into frames. feed() hands every whole frame to
+ * @deliver: in place when it lies inside @bytes, else from the internal
+ * reassembly buffer. Owner thread only; no allocation after construction.
+ */
+class FrameAssembler
+{
+public:
+	explicit FrameAssembler(uint32_t maxBody);
+
+	/*
+	 * Returns false (and delivers nothing more) once a header declares a
+	 * body longer than maxBody: the stream cannot be cut any further.
+	 */
+	template<typename Deliver>
+	bool feed(std::span<const uint8_t> bytes, Deliver &&deliver);
+
+	/* Bytes held of an incomplete frame. */
+	std::size_t pending() const { return have_; }
+	uint64_t splitFrames() const { return split_; }
+
+private:
+	/* The frame length the header at @h declares, or 0 if over the limit. */
+	std::size_t frameLength(const uint8_t *h) const;
+
+	uint32_t maxBody_;
+	std::vector<uint8_t> partial_;
+	std::size_t have_ = 0;
+	uint64_t split_ = 0;
+	bool poisoned_ = false;
+};
+
+class NetLoop
+{
+public:
+	virtual ~NetLoop() = default;
+	NetLoop(const NetLoop &) = delete;
+	NetLoop &operator=(const NetLoop &) = delete;
+
+	/*
+	 * Serve connected stream socket @fd from the next pass (the loop
+	 * owns it and makes it nonblocking). Returns its id; RMA_ERR_ARG for
+	 * an invalid fd; RMA_ERR_INTERN if it cannot be armed.
+	 */
+	virtual Result<ConnId> addConnection(UniqueFd fd) = 0;
+
+	/*
+	 * Queue @bytes (copied) for @conn; they leave on the next pass.
+	 * RMA_SUCCESS; RMA_ERR_ARG for an unknown or closed connection.
+	 */
+	virtual int send(ConnId conn, std::span<const uint8_t> bytes) = 0;
+
+	/* Close @conn now; no onClosed() for it. RMA_ERR_ARG if unknown or already closed. */
+	virtual int close(ConnId conn) = 0;
+
+	/*
+	 * One pass: submit queued sends, collect completions, deliver frames
+	 * and closures, re-arm what ended. Never blocks. Returns the number
+	 * of events handled (0: nothing happened).
+	 */
+	virtual int poll() noexcept = 0;
+
+	/*
+	 * Park until something arrives or wake() is called, for at most
+	 * @timeoutNs (< 0: no limit), then run one pass. Returns that pass's
+	 * count (0 after a wake or timeout with nothing else).
+	 */
+	virtual int wait(int64_t timeoutNs) noexcept = 0;
+
+	/*
+	 * End a wait() in progress. A wake() while the loop is awake does
+	 * nothing: publish the work first where handler.pending() sees it,
+	 * then wake(), and the loop either sees the work or is woken.
+	 * Thread-safe.
+	 */
+	virtual void wake() noexcept = 0;
+
+	/* "io_uring" or "poll". */
+	virtual const char *backend() const noexcept = 0;
+	/* The features in use ("io_uring: defer_taskrun buf_ring ..." or "poll: epoll eventfd_wake"). */
+	virtual std::string describe() const = 0;
+
+	const NetLoopStats &stats() const { return stats_; }
+	Doorbell *doorbell() const { return doorbell_; }
+
+protected:
+	NetLoop(const FrameHandler &handler, const NetLoopConfig &config);
+
+	FrameHandler handler_;
+	NetLoopConfig config_;
+	NetLoopStats stats_;
+	Doorbell ownDoorbell_{};
+	Doorbell *doorbell_;
+};
+
+/*
+ * Make the loop @config.policy asks for: Off -> poll backend; Prefer ->
+ * io_uring if a ring can be made (falling back piece by piece, and to the
+ * poll backend when io_uring is unavailable); Require -> io_uring with
+ * every feature of §4.1 or RMA_ERR_NOT_SUPPORTED naming the missing one.
+ * RMA_ERR_ARG for a bad config (bufCount not a power of two, sizes 0);
+ * RMA_ERR_INTERN (with errno) when resources cannot be had. Control path.
+ */
+Result<std::unique_ptr<NetLoop>> makeNetLoop(const FrameHandler &handler, const NetLoopConfig &config);
+
+/* The backends, for tests that want one explicitly. */
+Result<std::unique_ptr<NetLoop>> makeUringLoop(const FrameHandler &handler, const NetLoopConfig &config,
+					       const NetFeatures &features);
+Result<std::unique_ptr<NetLoop>> makePollLoop(const FrameHandler &handler, const NetLoopConfig &config);
+
+/* ---- FrameAssembler::feed ---- */
+
+template<typename Deliver>
+bool FrameAssembler::feed(std::span<const uint8_t> bytes, Deliver &&deliver)
+{
+	constexpr std::size_t kHeader = 32;
+	while (!bytes.empty() && !poisoned_) {
+		if (have_ == 0) {
+			/* Whole frames in place. */
+			if (bytes.size() >= kHeader) {
+				std::size_t len = frameLength(bytes.data());
+				if (len == 0) {
+					poisoned_ = true;
+					break;
+				}
+				if (bytes.size() >= len) {
+					deliver(bytes.first(len));
+					bytes = bytes.subspan(len);
+					continue;
+				}
+			}
+		}
+		/* A frame split across buffers: gather it. */
+		std::size_t need = have_ < kHeader ? kHeader : frameLength(partial_.data());
+		std::size_t take = need - have_ < bytes.size() ? need - have_ : bytes.size();
+		std::copy(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take), partial_.begin() + static_cast<std::ptrdiff_t>(have_));
+		have_ += take;
+		bytes = bytes.subspan(take);
+		if (have_ == kHeader && need == kHeader) {
+			need = frameLength(partial_.data());
+			if (need == 0) {
+				poisoned_ = true;
+				break;
+			}
+		}
+		if (have_ == need && have_ >= kHeader) {
+			++split_;
+			have_ = 0;
+			deliver(std::span<const uint8_t>(partial_.data(), need));
+		}
+	}
+	return !poisoned_;
+}
+
+} /* namespace librma::net */
