@@ -479,6 +479,7 @@ public:
 		});
 		cur_.assign(static_cast<std::size_t>(n_), -1);
 		used_.assign(static_cast<std::size_t>(m_), false);
+		twinClasses();
 		best_ = &best;
 		bestCost_ = &bestCost;
 		dfs(0, 0);
@@ -486,6 +487,33 @@ public:
 
 private:
 	std::size_t idx(int r, int s) const { return static_cast<std::size_t>(r) * static_cast<std::size_t>(n_) + static_cast<std::size_t>(s); }
+
+	/*
+	 * Slots a and b are twins when swapping them changes no cost: D(a, x)
+	 * = D(b, x) and D(x, a) = D(x, b) for every other x, D(a, a) = D(b, b),
+	 * D(a, b) = D(b, a) (the cores of one L3 domain, as measured classes
+	 * make them). A rank tried on one free slot need not be tried on its
+	 * free twins: every completion has an equal-cost mirror.
+	 */
+	void twinClasses()
+	{
+		twin_.assign(static_cast<std::size_t>(m_), -1);
+		for (int a = 0; a < m_; ++a) {
+			if (twin_[static_cast<std::size_t>(a)] >= 0)
+				continue;
+			twin_[static_cast<std::size_t>(a)] = a;
+			for (int b = a + 1; b < m_; ++b) {
+				if (twin_[static_cast<std::size_t>(b)] >= 0)
+					continue;
+				bool same = model_.d(a, a) == model_.d(b, b) && model_.d(a, b) == model_.d(b, a);
+				for (int x = 0; x < m_ && same; ++x)
+					if (x != a && x != b)
+						same = model_.d(a, x) == model_.d(b, x) && model_.d(x, a) == model_.d(x, b);
+				if (same)
+					twin_[static_cast<std::size_t>(b)] = a;
+			}
+		}
+	}
 
 	void dfs(int depth, double partial)
 	{
@@ -497,9 +525,12 @@ private:
 			return;
 		}
 		const int r = order_[static_cast<std::size_t>(depth)];
+		std::vector<bool> triedClass(static_cast<std::size_t>(m_), false);
 		for (int b = 0; b < m_; ++b) {
-			if (used_[static_cast<std::size_t>(b)])
+			const std::size_t cls = static_cast<std::size_t>(twin_[static_cast<std::size_t>(b)]);
+			if (used_[static_cast<std::size_t>(b)] || triedClass[cls])
 				continue;
+			triedClass[cls] = true;
 			double add = w_[idx(r, r)] * model_.d(b, b);
 			for (int k = 0; k < depth; ++k) {
 				const int q = order_[static_cast<std::size_t>(k)];
@@ -522,7 +553,7 @@ private:
 	const Traffic &t_;
 	const int n_, m_;
 	std::vector<double> w_;
-	std::vector<int> order_, cur_;
+	std::vector<int> order_, cur_, twin_;
 	std::vector<bool> used_;
 	std::vector<int> *best_ = nullptr;
 	double *bestCost_ = nullptr;
@@ -596,7 +627,8 @@ bool recommend(const CostModel &model, const Traffic &traffic, Method method, Re
 		out.exact = true;
 		out.method = cat("exhaustive: depth-first branch and bound over all ",
 				 fmt("%.0f", assignments(m, n, std::numeric_limits<double>::max())),
-				 " assignments of ranks to cores, bounded by the heuristic's best");
+				 " assignments of ranks to cores (cores that are twins in the model tried once), bounded by the "
+				 "heuristic's best");
 	}
 	out.cost = search.cost(out.slotOf);
 	out.evaluations = search.evaluations;

@@ -23,7 +23,9 @@
  *
  * The search. Up to kExhaustiveLimit candidate assignments: exhaustive
  * (depth-first, branch and bound: all costs are non-negative, so a partial
- * assignment already as costly as the best complete one is cut). Beyond:
+ * assignment already as costly as the best complete one is cut; of free
+ * cores that are twins in the model, cores of one L3 domain say, only one
+ * is tried for each rank). Beyond:
  * greedy construction (heaviest-talking rank next, onto the free core that
  * adds least) from several first cores, the compact placement and seeded
  * random starts, each improved by local search (swap two ranks, or move a
