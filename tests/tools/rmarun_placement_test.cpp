@@ -235,5 +235,21 @@ TEST_F(RmarunPlacementTest, RefusesTwoAgentCoresAndCpusOutsideTheCpuset)
 	EXPECT_NE(r.err.find("one progress agent per host"), std::string::npos) << r.err;
 }
 
+TEST_F(RmarunPlacementTest, PlacementKnobsRefuseBadValues)
+{
+	/* rmarun before any rank starts, and rma_init in a program started alone. */
+	CommandResult r = runCommand({ "/usr/bin/env", "RMA_PLACEMENT=node:x", rmarun_, "-n", "1", "/bin/true" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("RMA_PLACEMENT='node:x': accepts local, interleave, node:N or none"), std::string::npos)
+		<< r.err;
+	r = runCommand({ "/usr/bin/env", "RMA_HUGE_PAGES=yes", check_ });
+	EXPECT_NE(r.status, 0);
+	EXPECT_NE(r.err.find("RMA_HUGE_PAGES='yes': accepts off, prefer or require"), std::string::npos) << r.err;
+	/* Good values reach a window created alone, under its info keys' defaults. */
+	r = runCommand({ "/usr/bin/env", "RMA_PLACEMENT=none", "RMA_HUGE_PAGES=off", check_ });
+	EXPECT_EQ(r.status, 0) << r.err;
+	EXPECT_NE(r.out.find("policy default nodes - placement none huge off"), std::string::npos) << r.out;
+}
+
 } /* namespace */
 } /* namespace librma */
