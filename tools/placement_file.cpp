@@ -398,11 +398,16 @@ bool operator==(const PlacementFile &a, const PlacementFile &b)
 	auto same = [](const Placement &x, const Placement &y) {
 		return x.kind == y.kind && (x.kind != Placement::Kind::Node || x.node == y.node);
 	};
-	if (a.windowPolicies.size() != b.windowPolicies.size())
+	/* Windows are a JSON object: their order carries no meaning. */
+	auto byName = [](std::vector<std::pair<std::string, Placement>> v) {
+		std::sort(v.begin(), v.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
+		return v;
+	};
+	const auto wa = byName(a.windowPolicies), wb = byName(b.windowPolicies);
+	if (wa.size() != wb.size())
 		return false;
-	for (std::size_t i = 0; i < a.windowPolicies.size(); ++i)
-		if (a.windowPolicies[i].first != b.windowPolicies[i].first ||
-		    !same(a.windowPolicies[i].second, b.windowPolicies[i].second))
+	for (std::size_t i = 0; i < wa.size(); ++i)
+		if (wa[i].first != wb[i].first || !same(wa[i].second, wb[i].second))
 			return false;
 	auto evidence = [](const std::string &s) { return s.empty() ? json() : json::parse(s, nullptr, false); };
 	return a.rankCpus == b.rankCpus && same(a.memoryDefault, b.memoryDefault) && a.hugePages == b.hugePages &&

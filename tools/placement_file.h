@@ -40,7 +40,7 @@ inline constexpr int kPlacementSchemaVersion = 1;
 struct PlacementFile {
 	/* CPUs of rank r at [r]: sorted, unique, never empty. */
 	std::vector<std::vector<int>> rankCpus;
-	/* Window memory: the default policy, and per-window ones by window name. */
+	/* Window memory: the default policy, and per-window ones by window name (in any order). */
 	Placement memoryDefault;
 	std::vector<std::pair<std::string, Placement>> windowPolicies;
 	std::optional<HugePages> hugePages;

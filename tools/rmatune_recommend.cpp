@@ -342,6 +342,8 @@ double placementCost(const CostModel &model, const Traffic &traffic, const std::
 
 namespace {
 
+constexpr int kTwinCoreLimit = 512;
+
 /* The search state: who is where, and what each move would change. */
 class Search
 {
@@ -498,6 +500,11 @@ private:
 	void twinClasses()
 	{
 		twin_.assign(static_cast<std::size_t>(m_), -1);
+		/* The test is cubic in the cores: past kTwinCoreLimit every core is its own class. */
+		if (m_ > kTwinCoreLimit) {
+			std::iota(twin_.begin(), twin_.end(), 0);
+			return;
+		}
 		for (int a = 0; a < m_; ++a) {
 			if (twin_[static_cast<std::size_t>(a)] >= 0)
 				continue;

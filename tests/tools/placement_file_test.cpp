@@ -20,8 +20,9 @@ PlacementFile sample()
 	PlacementFile f;
 	f.rankCpus = { { 0, 1 }, { 2, 3 }, { 16, 17 }, { 18 } };
 	f.memoryDefault = Placement{ Placement::Kind::Local, -1 };
-	f.windowPolicies = { { "halo", Placement{ Placement::Kind::Interleave, -1 } },
-			     { "result", Placement{ Placement::Kind::Node, 1 } } };
+	/* Not in name order: the file keeps windows as a JSON object. */
+	f.windowPolicies = { { "result", Placement{ Placement::Kind::Node, 1 } },
+			     { "halo", Placement{ Placement::Kind::Interleave, -1 } } };
 	f.hugePages = HugePages::Prefer;
 	f.progressMode = "agent";
 	f.agentCpus = { 31 };
