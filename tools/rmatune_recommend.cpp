@@ -575,6 +575,34 @@ double assignments(int m, int n, double cap)
 	return count;
 }
 
+/*
+ * rmarun --map-by numa / l3 with --bind core: one core of each domain in
+ * turn, domains in the order they first appear, rank i on the i-th.
+ */
+std::vector<int> roundRobin(const CostModel &model, int n, bool byNode)
+{
+	std::vector<int> keys;
+	std::vector<std::vector<int>> groups;
+	for (int b = 0; b < model.size(); ++b) {
+		const Slot &s = model.slots[static_cast<std::size_t>(b)];
+		const int key = byNode ? s.node : s.l3;
+		auto it = std::find(keys.begin(), keys.end(), key);
+		if (it == keys.end()) {
+			keys.push_back(key);
+			groups.emplace_back();
+			it = keys.end() - 1;
+		}
+		groups[static_cast<std::size_t>(it - keys.begin())].push_back(b);
+	}
+	std::vector<int> order;
+	for (std::size_t round = 0; order.size() < static_cast<std::size_t>(model.size()); ++round)
+		for (const std::vector<int> &g : groups)
+			if (round < g.size())
+				order.push_back(g[round]);
+	order.resize(static_cast<std::size_t>(n));
+	return order;
+}
+
 constexpr int kRandomStarts = 8;
 constexpr unsigned kSeed = 0x5107u;
 
@@ -594,6 +622,9 @@ bool recommend(const CostModel &model, const Traffic &traffic, Method method, Re
 	out.compactSlotOf.resize(static_cast<std::size_t>(n));
 	std::iota(out.compactSlotOf.begin(), out.compactSlotOf.end(), 0);
 	out.compactCost = search.cost(out.compactSlotOf);
+	out.alternatives = { { "compact (--map-by core)", out.compactCost },
+			     { "--map-by numa", search.cost(roundRobin(model, n, true)) },
+			     { "--map-by l3", search.cost(roundRobin(model, n, false)) } };
 
 	/* Starts: compact, greedy from the first slot of each NUMA node and L3 domain, random. */
 	std::vector<std::vector<int>> starts = { out.compactSlotOf };
@@ -694,6 +725,10 @@ std::string recommendationFile(const CostModel &model, const Traffic &traffic, c
 	e["compact_cost"] = rec.compactCost;
 	e["compact"] = "rank i on the i-th core with an allowed CPU, in topology order (rmarun --bind core)";
 	e["expected_gain_percent"] = gainPercent(rec);
+	json alternatives = json::object();
+	for (const auto &[name, cost] : rec.alternatives)
+		alternatives[name] = cost;
+	e["rmarun_placements_cost"] = std::move(alternatives);
 	e["method"] = rec.method;
 	e["exact"] = rec.exact;
 	e["evaluations"] = rec.evaluations;
@@ -726,6 +761,10 @@ std::string recommendationTable(const CostModel &model, const Traffic &traffic, 
 			    std::to_string(model.size()), " cores (", model.topologySource, ")\n");
 	s += cat("  modelled cost ", fmt("%.4g", rec.cost), " against ", fmt("%.4g", rec.compactCost),
 		 " for the compact placement: expected gain ", fmt("%.1f", gainPercent(rec)), " %\n");
+	s += "  rmarun's own placements, modelled:";
+	for (const auto &[name, cost] : rec.alternatives)
+		s += cat(" ", name, " ", fmt("%.4g", cost), ";");
+	s.back() = '\n';
 	s += cat("  search: ", rec.method, "; ", std::to_string(rec.evaluations), " evaluations in ",
 		 fmt("%.3f", rec.seconds), " s\n");
 	for (const std::string &e : model.estimates)

@@ -97,6 +97,8 @@ struct Recommendation {
 	double cost = 0;
 	std::vector<int> compactSlotOf;
 	double compactCost = 0;
+	/* rmarun's other placements for comparison: (name, modelled cost), compact first. */
+	std::vector<std::pair<std::string, double>> alternatives;
 	std::string method;      /* how slotOf was found, in words */
 	bool exact = false;      /* slotOf is a proven optimum */
 	long long evaluations = 0;

@@ -203,6 +203,13 @@ TEST_F(RecommendTest, RingOfSixteenCutsTwiceWithinAPackage)
 	EXPECT_DOUBLE_EQ(rec.cost, best);
 	EXPECT_DOUBLE_EQ(rec.compactCost, 16 * 200 * 2 * kLines);
 	EXPECT_FALSE(rec.exact) << "16 of 32 cores is far beyond exhaustive search";
+	/* rmarun's other orders, for comparison: --map-by numa puts rank r on node r mod 4, ... */
+	ASSERT_EQ(rec.alternatives.size(), 3u);
+	EXPECT_EQ(rec.alternatives[0].second, rec.compactCost);
+	for (const auto &[name, cost] : rec.alternatives)
+		EXPECT_LE(rec.cost, cost) << name;
+	/* ... so half the ring's edges, (i, i + 8), stay in a node, and the other half cross, two in four packages apart. */
+	EXPECT_GT(rec.alternatives[1].second, rec.cost);
 }
 
 TEST_F(RecommendTest, AllToOneFillsTheRootsNodeThenItsPackage)
@@ -402,6 +409,7 @@ TEST_F(RecommendTest, FileIsAPlacementFileWithTheEvidence)
 	EXPECT_DOUBLE_EQ(e["compact_cost"].get<double>(), rec.compactCost);
 	EXPECT_TRUE(e.contains("expected_gain_percent"));
 	EXPECT_TRUE(e.contains("cost_model"));
+	EXPECT_EQ(e["rmarun_placements_cost"].size(), 3u);
 	EXPECT_EQ(e["heaviest_pairs"][0]["origin"], 0);
 	EXPECT_EQ(e["heaviest_pairs"][0]["target"], 3);
 }
