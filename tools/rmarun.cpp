@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,7 @@
 #include "bootstrap/launcher.h"
 #include "common/knobs.h"
 #include "numa/topology.h"
+#include "placement_file.h"
 #include "progress/agent.h"
 
 namespace {
@@ -36,7 +40,7 @@ void printUsage(FILE *out)
 		     "Start N ranks of PROGRAM on this host and serve their bootstrap.\n"
 		     "\n"
 		     "Options:\n"
-		     "  -n, -np, --nranks N  number of ranks (required, 1..%ld)\n"
+		     "  -n, -np, --nranks N  number of ranks (required unless --placement, 1..%ld)\n"
 		     "      --bind KIND      what each rank is bound to: core (default; one\n"
 		     "                       physical core, all its SMT threads), numa (every\n"
 		     "                       CPU of a NUMA node) or none\n"
@@ -55,6 +59,12 @@ void printUsage(FILE *out)
 		     "                       (origins drain them while they wait)\n"
 		     "      --progress-core N  the CPU the agent runs on (default: the last CPU no\n"
 		     "                       rank is bound to, else the last CPU, shared)\n"
+		     "      --placement FILE apply a placement file (rmatune recommend writes them):\n"
+		     "                       each rank bound to exactly its CPUs, window memory\n"
+		     "                       policy and huge pages (RMA_PLACEMENT, RMA_HUGE_PAGES),\n"
+		     "                       progress mode and agent core; what librma cannot apply\n"
+		     "                       yet is refused, never ignored. Excludes --bind,\n"
+		     "                       --map-by, --progress and --progress-core\n"
 		     "  -x VAR[=VALUE]       set VAR to VALUE in the ranks' environment (repeatable);\n"
 		     "                       -x VAR passes rmarun's own VAR and fails if it is unset\n"
 		     "      --report         print one line before starting: the topology, and\n"
@@ -98,7 +108,10 @@ int defaultProgressCore(const librma::LaunchOptions &options, const std::vector<
 	const librma::Topology *topology = options.bind != librma::Bind::None ? &librma::Topology::system() : nullptr;
 	std::vector<bool> used(static_cast<std::size_t>(allowed.back()) + 1, false);
 	for (int rank = 0; rank < options.nranks; ++rank) {
-		librma::Binding binding = librma::bindingFor(options.bind, options.mapBy, rank, allowed, topology);
+		librma::Binding binding =
+			options.rankCpus.empty()
+				? librma::bindingFor(options.bind, options.mapBy, rank, allowed, topology)
+				: librma::bindingToCpus(options.rankCpus[static_cast<std::size_t>(rank)]);
 		/* An unbound rank may run anywhere. */
 		if (binding.cpus.empty())
 			return allowed.back();
@@ -115,6 +128,96 @@ int defaultProgressCore(const librma::LaunchOptions &options, const std::vector<
 	return allowed.back();
 }
 
+/*
+ * Strings built by appending: GCC 12 at -O3 warns falsely (-Wrestrict) on
+ * "literal" + std::string.
+ */
+template<typename... Parts>
+std::string cat(const Parts &...parts)
+{
+	std::string s;
+	(s.append(parts), ...);
+	return s;
+}
+
+/* Read and parse a placement file; nullopt with @err ("FILE: what is wrong"). */
+std::optional<librma::PlacementFile> loadPlacement(const char *path, std::string &err)
+{
+	std::ifstream in(path);
+	if (!in) {
+		err = cat(path, ": cannot read it: ", std::strerror(errno));
+		return std::nullopt;
+	}
+	std::ostringstream text;
+	text << in.rdbuf();
+	return librma::parsePlacementFile(text.str(), path, err);
+}
+
+/*
+ * Check @file against this host and put it into @options and the ranks'
+ * environment. What librma cannot apply yet is refused here, with the
+ * reason, rather than dropped: the job runs as the file says or not at all.
+ */
+bool applyPlacement(const librma::PlacementFile &file, const std::vector<int> &allowed,
+		    librma::LaunchOptions &options, std::string &err)
+{
+	const librma::Topology &topology = librma::Topology::system();
+	if (!librma::checkPlacementFile(file, topology, allowed, err))
+		return false;
+	if (!file.windowPolicies.empty()) {
+		err = cat("memory.windows.", file.windowPolicies.front().first,
+			  ": per-window policies cannot be applied yet (librma names a window only after its memory is "
+			  "placed); give memory.default, or set the window's rma_placement info key in the program");
+		return false;
+	}
+	if (!file.agentCpus.empty() && file.progressMode != "agent") {
+		err = cat("progress.cores names agent cores, but progress.mode is ",
+			  file.progressMode.empty() ? std::string("unset (thread)") : file.progressMode,
+			  ": only mode agent runs on a chosen core");
+		return false;
+	}
+	if (file.agentCpus.size() > 1) {
+		err = cat("progress.cores ", librma::cpuListText(file.agentCpus),
+			  ": this librma runs one progress agent per host (in rank 0), so one core; an agent per NUMA "
+			  "node is not built yet");
+		return false;
+	}
+	options.rankCpus = file.rankCpus;
+	const std::string policy = file.memoryDefault.str();
+	if (setenv("RMA_PLACEMENT", policy.c_str(), 1) != 0) {
+		err = cat("cannot set RMA_PLACEMENT: ", std::strerror(errno));
+		return false;
+	}
+	static const char *const hugeWords[] = { "off", "prefer", "require" };
+	if (file.hugePages && setenv("RMA_HUGE_PAGES", hugeWords[static_cast<int>(*file.hugePages)], 1) != 0) {
+		err = cat("cannot set RMA_HUGE_PAGES: ", std::strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* --report's line under --placement: what was applied, from the file and the ranks' environment. */
+std::string placementReport(const librma::PlacementFile &file, const char *path, const std::vector<int> &allowed)
+{
+	const librma::Topology &topology = librma::Topology::system();
+	std::string line = cat("rmarun: placement: ", std::to_string(file.rankCpus.size()), " ranks from ", path,
+			       "; topology ", topology.source());
+	if (!file.topologySource.empty() && file.topologySource != topology.source())
+		line.append(cat(" (the file was made for ", file.topologySource, ")"));
+	const char *huge = std::getenv("RMA_HUGE_PAGES");
+	const char *mode = std::getenv("RMA_PROGRESS");
+	const char *core = std::getenv("RMA_PROGRESS_CORE");
+	line.append(cat("; allowed CPUs ", librma::cpuListText(allowed), "; window memory ", file.memoryDefault.str(),
+			", huge pages ", huge && *huge ? huge : "prefer (default)", "; progress ",
+			mode && *mode ? mode : librma::progressModeName(librma::kDefaultProgressMode)));
+	if (mode && !std::strcmp(mode, "agent"))
+		line.append(cat(" on CPU ", core ? core : "unpinned"));
+	line.append(":");
+	for (std::size_t rank = 0; rank < file.rankCpus.size(); ++rank)
+		line.append(cat(" ", std::to_string(rank), "=", librma::bindingToCpus(file.rankCpus[rank]).text));
+	return line;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
@@ -124,7 +227,18 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "rmarun: environment variable %s\n", bad.c_str());
 		return 2;
 	}
-	enum { OptBind = 256, OptMapBy, OptTagOutput, OptTimeout, OptVersion, OptKeepGoing, OptProgress, OptProgressCore, OptReport };
+	enum {
+		OptBind = 256,
+		OptMapBy,
+		OptTagOutput,
+		OptTimeout,
+		OptVersion,
+		OptKeepGoing,
+		OptProgress,
+		OptProgressCore,
+		OptReport,
+		OptPlacement
+	};
 	static const option longOptions[] = {
 		{ "nranks", required_argument, nullptr, 'n' },
 		{ "bind", required_argument, nullptr, OptBind },
@@ -138,6 +252,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, nullptr, 'h' },
 		{ "version", no_argument, nullptr, OptVersion },
 		{ "report", no_argument, nullptr, OptReport },
+		{ "placement", required_argument, nullptr, OptPlacement },
 		{ nullptr, 0, nullptr, 0 },
 	};
 
@@ -154,6 +269,9 @@ int main(int argc, char **argv)
 	const char *progress = nullptr;
 	long progressCore = -1;
 	bool report = false;
+	const char *placementPath = nullptr;
+	/* Options a placement file replaces, for the conflict message. */
+	const char *placementConflict = nullptr;
 	int opt;
 	/* '+': stop at the program's name, so its own options stay its own. */
 	while ((opt = getopt_long(argc, argv, "+n:x:vh", longOptions, nullptr)) != -1) {
@@ -183,6 +301,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case OptBind:
+			placementConflict = "--bind";
 			if (!std::strcmp(optarg, "core"))
 				options.bind = librma::Bind::Core;
 			else if (!std::strcmp(optarg, "numa"))
@@ -193,6 +312,7 @@ int main(int argc, char **argv)
 				return usageError("--bind wants core, numa or none, not '%s'", optarg);
 			break;
 		case OptMapBy:
+			placementConflict = "--map-by";
 			if (!std::strcmp(optarg, "core"))
 				options.mapBy = librma::MapBy::Core;
 			else if (!std::strcmp(optarg, "numa"))
@@ -217,11 +337,13 @@ int main(int argc, char **argv)
 			options.keepGoing = true;
 			break;
 		case OptProgress:
+			placementConflict = "--progress";
 			if (std::strcmp(optarg, "none") && std::strcmp(optarg, "thread") && std::strcmp(optarg, "agent"))
 				return usageError("--progress wants none, thread or agent, not '%s'", optarg);
 			progress = optarg;
 			break;
 		case OptProgressCore: {
+			placementConflict = "--progress-core";
 			char *end;
 			errno = 0;
 			long n = std::strtol(optarg, &end, 10);
@@ -232,6 +354,9 @@ int main(int argc, char **argv)
 		}
 		case OptReport:
 			report = true;
+			break;
+		case OptPlacement:
+			placementPath = optarg;
 			break;
 		case 'v':
 			options.verbose = true;
@@ -248,6 +373,23 @@ int main(int argc, char **argv)
 			return kUsageStatus;
 		}
 	}
+	std::optional<librma::PlacementFile> placement;
+	if (placementPath) {
+		if (placementConflict)
+			return usageError("--placement %s: the file says where ranks and agents go; %s cannot be given "
+					  "with it",
+					  placementPath, placementConflict);
+		std::string err;
+		placement = loadPlacement(placementPath, err);
+		if (!placement)
+			return usageError("--placement %s", err.c_str());
+		const int fileRanks = static_cast<int>(placement->rankCpus.size());
+		if (haveRanks && options.nranks != fileRanks)
+			return usageError("--placement %s places %d ranks, but -n asks for %d", placementPath, fileRanks,
+					  options.nranks);
+		options.nranks = fileRanks;
+		haveRanks = true;
+	}
 	if (!haveRanks)
 		return usageError("the number of ranks (-n N) is required");
 	if (optind >= argc)
@@ -257,7 +399,22 @@ int main(int argc, char **argv)
 	/* The ranks inherit our environment: the progress variables go there. */
 	std::vector<int> allowed = librma::affinityCpus();
 	const char *coreSource = "--progress-core";
-	if (progressCore >= 0) {
+	if (placement) {
+		std::string err;
+		if (!applyPlacement(*placement, allowed, options, err))
+			return usageError("--placement %s: %s", placementPath, err.c_str());
+		progress = placement->progressMode.empty() ? nullptr : placement->progressMode.c_str();
+		progressCore = placement->agentCpus.empty() ? -1 : placement->agentCpus.front();
+		coreSource = "the placement file";
+	}
+	if (placement && progressCore < 0) {
+		/* The file leaves the agent's core to rmarun: the usual default below. */
+		bool shared;
+		progressCore = defaultProgressCore(options, allowed, &shared);
+		coreSource = shared ? "default, shared with a rank" : "default, no rank bound there";
+	} else if (placement) {
+		/* Checked against the allowed CPUs by applyPlacement(). */
+	} else if (progressCore >= 0) {
 		if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), progressCore))
 			return usageError("--progress-core %ld: CPU %ld is not one rmarun may use (%s)", progressCore,
 					  progressCore, librma::cpuListText(allowed).c_str());
@@ -286,7 +443,9 @@ int main(int argc, char **argv)
 			     std::strcmp(mode, "agent") ? ", used in agent mode only" : ", agent in rank 0");
 	}
 
-	if (report) {
+	if (report && placement) {
+		std::fprintf(stderr, "%s\n", placementReport(*placement, placementPath, allowed).c_str());
+	} else if (report) {
 		/* One line: what the machine looks like and where each rank goes. */
 		const librma::Topology &topology = librma::Topology::system();
 		static const char *const bindNames[] = { "none", "core", "numa" };

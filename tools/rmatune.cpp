@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rmatune: measure a node and, in later increments, recommend and apply a
- * placement of ranks, window memory and progress agents (issue 15).
+ * rmatune: measure a node and recommend a placement of ranks (and, in
+ * later increments, of window memory and progress agents) that
+ * `rmarun --placement` applies (issue 15).
  *
  *   rmatune probe [--effort quick|normal|thorough] [--format table|json]
  *                 [--output FILE] [--plot DIR] [--pairs all|sample:N]
+ *   rmatune recommend --profile FILE --traffic FILE [--ranks N]
+ *                 [--method auto|exhaustive|heuristic] [--output FILE]
+ *                 [--format table|json]
  *   rmatune sweep -- PROGRAM [ARGS...]       not implemented yet
- *   rmatune recommend                        not implemented yet
  *
  * The topology is hwloc's (HWLOC_SYNTHETIC and HWLOC_XMLFILE inject one;
  * RMA_TOPOLOGY a fake sysfs tree). Measurements run only on the CPUs this
- * process may use. Exit status: 0 done, 1 a measurement or output failed,
- * 2 bad usage (and the subcommands not implemented yet).
+ * process may use. Exit status: 0 done, 1 a measurement, an input file or
+ * an output failed, 2 bad usage (and the subcommand not implemented yet).
  */
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +29,7 @@
 #include "bootstrap/binding.h"
 #include "numa/topology.h"
 #include "rmatune_probe.h"
+#include "rmatune_recommend.h"
 #include "rmatune_report.h"
 
 using namespace rmatune;
@@ -140,11 +146,83 @@ int probe(const ProbeArgs &args)
 	return status;
 }
 
+struct RecommendArgs {
+	std::string profile;
+	std::string traffic;
+	int ranks = 0;
+	std::string method = "auto";
+	std::string output;
+	std::string format = "table";
+};
+
+bool readText(const std::string &path, std::string &text)
+{
+	std::ifstream in(path);
+	if (!in)
+		return false;
+	std::ostringstream s;
+	s << in.rdbuf();
+	text = s.str();
+	return !in.bad();
+}
+
+int recommendCmd(const RecommendArgs &args)
+{
+	std::string profileText, trafficText, err;
+	if (!readText(args.profile, profileText)) {
+		std::fprintf(stderr, "rmatune recommend: --profile %s: cannot read it\n", args.profile.c_str());
+		return 1;
+	}
+	if (!readText(args.traffic, trafficText)) {
+		std::fprintf(stderr, "rmatune recommend: --traffic %s: cannot read it\n", args.traffic.c_str());
+		return 1;
+	}
+	nlohmann::json profile = nlohmann::json::parse(profileText, nullptr, false);
+	if (profile.is_discarded()) {
+		std::fprintf(stderr, "rmatune recommend: --profile %s: malformed JSON\n", args.profile.c_str());
+		return 1;
+	}
+	CostModel model;
+	if (!costModelFromProfile(profile, model, err)) {
+		std::fprintf(stderr, "rmatune recommend: --profile %s: %s\n", args.profile.c_str(), err.c_str());
+		return 1;
+	}
+	Traffic traffic;
+	if (!parseTraffic(trafficText, args.traffic, args.ranks, traffic, err)) {
+		std::fprintf(stderr, "rmatune recommend: --traffic %s\n", err.c_str());
+		return 1;
+	}
+	const Method method = args.method == "exhaustive"  ? Method::Exhaustive
+			      : args.method == "heuristic" ? Method::Heuristic
+							   : Method::Auto;
+	Recommendation rec;
+	if (!recommend(model, traffic, method, rec, err)) {
+		std::fprintf(stderr, "rmatune recommend: %s\n", err.c_str());
+		return 1;
+	}
+	const std::string file = recommendationFile(model, traffic, rec);
+	if (args.format == "json")
+		std::fputs(file.c_str(), stdout);
+	else
+		std::fputs(recommendationTable(model, traffic, rec).c_str(), stdout);
+	std::fflush(stdout);
+	if (!args.output.empty()) {
+		FILE *f = std::fopen(args.output.c_str(), "w");
+		bool ok = f && std::fputs(file.c_str(), f) >= 0;
+		ok = f && std::fclose(f) == 0 && ok;
+		if (!ok) {
+			std::fprintf(stderr, "rmatune recommend: --output: cannot write %s\n", args.output.c_str());
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int notYet(const char *what)
 {
 	std::fprintf(stderr,
-		     "rmatune %s: not implemented yet (issue 15: this build has `rmatune probe` only; sweep and "
-		     "recommend come in the next increments)\n",
+		     "rmatune %s: not implemented yet (issue 15: this build has `rmatune probe` and `rmatune "
+		     "recommend`; sweep comes in a later increment)\n",
 		     what);
 	return kUsage;
 }
@@ -153,7 +231,7 @@ int notYet(const char *what)
 
 int main(int argc, char **argv)
 {
-	CLI::App app("rmatune: measure this node for placement tuning (issue 15: probe; sweep and recommend to come)",
+	CLI::App app("rmatune: measure this node and recommend a placement (issue 15: probe, recommend; sweep to come)",
 		     "rmatune");
 	app.require_subcommand(1, 1);
 
@@ -175,9 +253,27 @@ int main(int argc, char **argv)
 	std::vector<std::string> sweepCommand;
 	sweepCmd->add_option("command", sweepCommand, "-- PROGRAM [ARGS...]");
 	sweepCmd->allow_extras();
-	CLI::App *recommendCmd =
-		app.add_subcommand("recommend", "recommend a placement from profile and sweep (not implemented yet)");
-	recommendCmd->allow_extras();
+	RecommendArgs ra;
+	CLI::App *recommendApp = app.add_subcommand(
+		"recommend", "the rank-to-core placement that minimises the modelled cost of a traffic matrix on a "
+			     "profiled node, as a placement file for rmarun --placement");
+	recommendApp->add_option("--profile", ra.profile, "the machine profile (rmatune probe --output FILE)")
+		->required();
+	recommendApp->add_option("--traffic", ra.traffic,
+				 "bytes by origin and target: JSON {\"bytes\": [[...]]} or {\"pairs\": [...]}, or CSV "
+				 "lines origin,target,bytes")
+		->required();
+	recommendApp->add_option("--ranks", ra.ranks, "the number of ranks (default: the matrix's size)")
+		->check(CLI::Range(1, 1 << 20));
+	recommendApp->add_option("--method", ra.method,
+				 "auto (default: exhaustive when there are at most 2e6 assignments, else heuristic) | "
+				 "exhaustive | heuristic")
+		->check(CLI::IsMember({ "auto", "exhaustive", "heuristic" }));
+	recommendApp->add_option("--output", ra.output, "write the placement file to FILE");
+	recommendApp->add_option("--format", ra.format,
+				 "table (default: the choice, gain and evidence) | json (the placement file), on "
+				 "standard output")
+		->check(CLI::IsMember({ "table", "json" }));
 
 	try {
 		app.parse(argc, argv);
@@ -191,7 +287,7 @@ int main(int argc, char **argv)
 	}
 	if (sweepCmd->parsed())
 		return notYet("sweep");
-	if (recommendCmd->parsed())
-		return notYet("recommend");
+	if (recommendApp->parsed())
+		return recommendCmd(ra);
 	return probe(pa);
 }

@@ -709,7 +709,7 @@ RMA_EXPORT int rma_alloc_mem(rma_aint size, rma_info info, void *baseptr)
 		return nullArg(kCall, "baseptr");
 	if (size < 0)
 		return selfError(makeError(RMA_ERR_SIZE, "%s: size %lld is negative", kCall, static_cast<long long>(size)));
-	WindowHints hints;
+	WindowHints hints = WindowHints::jobDefaults();
 	int rc = hints.parse(kCall, inf);
 	if (rc != RMA_SUCCESS)
 		return selfError(rc);

@@ -124,6 +124,15 @@ Binding bindingFor(Bind bind, MapBy map, int rank, std::span<const int> allowed,
 	return binding;
 }
 
+Binding bindingToCpus(std::span<const int> cpus)
+{
+	Binding binding;
+	binding.cpus.assign(cpus.begin(), cpus.end());
+	binding.text = "cpus:" + cpuListText(cpus);
+	binding.exact = true;
+	return binding;
+}
+
 std::vector<int> affinityCpus()
 {
 	/* Grow the set until the kernel's mask fits (hosts beyond CPU_SETSIZE). */

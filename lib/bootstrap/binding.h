@@ -18,8 +18,13 @@ class Topology;
 struct Binding {
 	/* CPUs the rank may run on; empty: leave its affinity alone. */
 	std::vector<int> cpus;
-	/* What RMA_BIND says: "core:<cpus of the core>" ("core:3", "core:0,4" with SMT), "numa:<node id>" or "none". */
+	/*
+	 * What RMA_BIND says: "core:<cpus of the core>" ("core:3", "core:0,4"
+	 * with SMT), "numa:<node id>", "cpus:<list>" (a placement file) or "none".
+	 */
 	std::string text = "none";
+	/* A placement file's binding: a rank that cannot get it must not start. */
+	bool exact = false;
 };
 
 /*
@@ -40,6 +45,9 @@ inline Binding bindingFor(Bind bind, int rank, std::span<const int> allowed, con
 {
 	return bindingFor(bind, MapBy::Default, rank, allowed, topology);
 }
+
+/* The binding a placement file gives a rank: exactly @cpus (sorted), RMA_BIND "cpus:<list>". */
+Binding bindingToCpus(std::span<const int> cpus);
 
 /* "0-3,6" for a sorted CPU list. */
 std::string cpuListText(std::span<const int> cpus);

@@ -221,6 +221,10 @@ int Job::run()
 		    opts_.argv.empty() ? "no program" : opts_.argv[0].c_str());
 		return kCannotStartStatus;
 	}
+	if (!opts_.rankCpus.empty() && opts_.rankCpus.size() != static_cast<std::size_t>(opts_.nranks)) {
+		say("the placement places %zu ranks, not the job's %d", opts_.rankCpus.size(), opts_.nranks);
+		return kCannotStartStatus;
+	}
 
 	const Topology *topology = opts_.topology;
 	if (opts_.bind != Bind::None && !topology)
@@ -258,7 +262,8 @@ int Job::run()
 	/* Children must not inherit (and print again) what stdio holds. */
 	std::fflush(nullptr);
 	for (int rank = 0; rank < opts_.nranks; ++rank) {
-		Binding binding = bindingFor(opts_.bind, opts_.mapBy, rank, allowed, topology);
+		Binding binding = opts_.rankCpus.empty() ? bindingFor(opts_.bind, opts_.mapBy, rank, allowed, topology)
+							 : bindingToCpus(opts_.rankCpus[static_cast<std::size_t>(rank)]);
 		int rc = startRank(rank, binding, argv);
 		if (rc == -EMFILE || rc == -ENFILE) {
 			struct rlimit lim {};
@@ -473,6 +478,9 @@ void Job::becomeRank(int rank, int sock, const int outputs[2], const std::vector
 		int rc = setAffinityCpus(binding.cpus);
 		if (rc < 0)
 			say("rank %d: cannot bind to %s: %s", rank, binding.text.c_str(), std::strerror(-rc));
+		/* A placement is applied exactly or not at all. */
+		if (rc < 0 && binding.exact)
+			_exit(kCannotStartStatus);
 	}
 
 	if (opts_.childMain) {

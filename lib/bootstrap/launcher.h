@@ -40,6 +40,12 @@ struct LaunchOptions {
 	double killGraceSeconds = 2.0;
 	/* Whole-job time limit in seconds (0: none); exceeding it fails the job. */
 	double timeoutSeconds = 0;
+	/*
+	 * A placement file's binding: rank r runs on exactly rankCpus[r]
+	 * (bind and mapBy are then unused). A rank that cannot be bound so
+	 * fails to start (status 127) instead of running elsewhere.
+	 */
+	std::vector<std::vector<int>> rankCpus;
 	/* Topology used for binding (nullptr: Topology::system()). */
 	const Topology *topology = nullptr;
 	/* Print what happens (binding, exits) to stderr. */

@@ -59,6 +59,15 @@ inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" 
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
 inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require" }); }
+inline bool hugePages(const char *v) { return oneOf(v, { "off", "prefer", "require" }); }
+
+/* The rma_placement words: local, interleave, none or node:N. */
+inline bool placement(const char *v)
+{
+	if (oneOf(v, { "local", "interleave", "none" }))
+		return true;
+	return !std::strncmp(v, "node:", 5) && number(v + 5);
+}
 
 } /* namespace knobs */
 
@@ -87,6 +96,14 @@ inline constexpr Knob kKnobs[] = {
 	  "the inter-host engine's io_uring use: auto (io_uring with what the kernel has, else epoll), off (always "
 	  "epoll and nonblocking sockets), require (io_uring with every feature the design uses, or an error)",
 	  knobs::netUring },
+	{ "RMA_PLACEMENT", "local, interleave, node:N or none", "local",
+	  "where window and rma_alloc_mem memory goes when the program's rma_placement info key does not say "
+	  "(rmarun --placement sets it from the file's memory.default)",
+	  knobs::placement },
+	{ "RMA_HUGE_PAGES", "off, prefer or require", "prefer",
+	  "whether window and rma_alloc_mem memory comes from the 2 MiB huge-page pool when the program's "
+	  "rma_huge_pages info key does not say (rmarun --placement sets it from the file's huge_pages)",
+	  knobs::hugePages },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "common/knobs.h"
 #include "error/error.h"
 
 namespace librma {
@@ -114,6 +115,20 @@ int WindowHints::parse(const char *call, const Info *info)
 	return RMA_SUCCESS;
 }
 
+WindowHints WindowHints::jobDefaults()
+{
+	WindowHints hints;
+	if (const char *v = knobValue("RMA_PLACEMENT")) {
+		if (auto p = Placement::parse(v))
+			hints.placement = p.value();
+	}
+	if (const char *v = knobValue("RMA_HUGE_PAGES")) {
+		if (auto h = parseHugePages(v))
+			hints.hugePages = h.value();
+	}
+	return hints;
+}
+
 /* ---- Creation ------------------------------------------------------------- */
 
 namespace {
@@ -166,6 +181,7 @@ int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const
 	 * in the exchange with a failure status, so no peer is left waiting.
 	 */
 	const char *call = flavorCall(flavor);
+	win->hints_ = WindowHints::jobDefaults();
 	win->hints_.accumulateRing = accumulateRingByDefault();
 	int status = win->hints_.parse(call, info);
 	if (status == RMA_SUCCESS && size < 0)

@@ -85,6 +85,12 @@ struct WindowHints {
 
 	/* Read the keys of @info over the current values; RMA_ERR_INFO_VALUE on a bad value. */
 	int parse(const char *call, const Info *info);
+	/*
+	 * The hints before any info key: the job's RMA_PLACEMENT and
+	 * RMA_HUGE_PAGES (what rmarun --placement sets), else the defaults.
+	 * rma_init has refused bad values of both already.
+	 */
+	static WindowHints jobDefaults();
 };
 
 /* The arguments of an accumulate-family call (result == nullptr: no fetch). */

@@ -290,7 +290,7 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	CommandResult r = rmarun({ "--help" });
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
-	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--report", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
+	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--report", "--placement FILE", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
 	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }

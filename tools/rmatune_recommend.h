@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rmatune recommend: choose where each rank runs, from a machine profile
+ * (what `rmatune probe` writes) and a traffic matrix, by minimising a
+ * stated cost model; the result is a placement file with the evidence.
+ *
+ * The cost model. Ranks r, s; T(r, s) the bytes origin r moves to or from
+ * target s's window (T(r, r) counts too); core(r) the physical core rank r
+ * runs on; window memory on its owner's node (rma_placement local, the
+ * default). Each 64-byte line moved costs half a measured cache-line round
+ * trip between the two cores plus one measured memory latency from the
+ * origin core's node to the target core's node:
+ *
+ *   D(a, b) = round_trip_ns(a, b) / 2 + memory_latency_ns(node(a), node(b))
+ *   cost    = sum over r, s of T(r, s) / 64 x D(core(r), core(s))
+ *
+ * (D(a, a) has no core-to-core part.) The cost is a ranking of placements,
+ * in "ns of line transfers"; it is not a prediction of the job's time.
+ * Figures the profile lacks (pairs not sampled, nodes without an allowed
+ * core) are estimated from measured cells of the same kind (same L3, same
+ * NUMA node, same package, other package; local or remote memory), and
+ * each estimate is listed in the evidence.
+ *
+ * The search. Up to kExhaustiveLimit candidate assignments: exhaustive
+ * (depth-first, branch and bound: all costs are non-negative, so a partial
+ * assignment already as costly as the best complete one is cut; of free
+ * cores that are twins in the model, cores of one L3 domain say, only one
+ * is tried for each rank). Beyond:
+ * greedy construction (heaviest-talking rank next, onto the free core that
+ * adds least) from several first cores, the compact placement and seeded
+ * random starts, each improved by local search (swap two ranks, or move a
+ * rank to a free core, while the cost falls); the best is kept.
+ */
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rmatune {
+
+/* A physical core ranks may take: its CPUs and place. */
+struct Slot {
+	int core = -1;          /* index into the profile's topology.cores */
+	std::vector<int> cpus;  /* its allowed hardware threads */
+	int node = -1, l3 = -1, package = -1;
+};
+
+struct CostModel {
+	std::vector<Slot> slots; /* in topology order: slot i is what rmarun --bind core gives rank i */
+	/* slots.size()^2, row-major: D's two parts (see above). */
+	std::vector<double> halfRoundTripNs;
+	std::vector<double> memoryNs;
+	/* Figures estimated rather than measured, in words. */
+	std::vector<std::string> estimates;
+	std::string topologyIdentity, topologySource, profileTimestamp;
+
+	int size() const { return static_cast<int>(slots.size()); }
+	double d(int a, int b) const
+	{
+		const std::size_t i = static_cast<std::size_t>(a) * slots.size() + static_cast<std::size_t>(b);
+		return halfRoundTripNs[i] + memoryNs[i];
+	}
+};
+
+/* Build the model from a profile (rmatune probe's JSON); false with @err naming what is missing. */
+bool costModelFromProfile(const nlohmann::json &profile, CostModel &model, std::string &err);
+
+/* Bytes by origin (row) and target (column), n x n. */
+struct Traffic {
+	int ranks = 0;
+	std::vector<double> bytes;
+	double at(int r, int s) const { return bytes[static_cast<std::size_t>(r) * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(s)]; }
+};
+
+/*
+ * Parse a traffic matrix: JSON { "bytes": [[...], ...] } (a square matrix,
+ * origin rows) or { "ranks": N, "pairs": [ { "origin": r, "target": s,
+ * "bytes": b }, ... ] }; or CSV lines "origin,target,bytes" (an optional
+ * header line, '#' comments; pairs may repeat and add up). @ranks > 0
+ * sets the number of ranks (else the matrix's size, or the largest rank
+ * named + 1). False with @err naming the file and the line or place.
+ */
+bool parseTraffic(std::string_view text, const std::string &origin, int ranks, Traffic &traffic, std::string &err);
+
+/* The model's cost of placing rank r on slot slotOf[r] (distinct slots). */
+double placementCost(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf);
+
+enum class Method { Auto, Exhaustive, Heuristic };
+
+inline constexpr double kExhaustiveLimit = 2e6;
+
+struct Recommendation {
+	std::vector<int> slotOf; /* rank -> slot */
+	double cost = 0;
+	std::vector<int> compactSlotOf;
+	double compactCost = 0;
+	/* rmarun's other placements for comparison: (name, modelled cost), compact first. */
+	std::vector<std::pair<std::string, double>> alternatives;
+	std::string method;      /* how slotOf was found, in words */
+	bool exact = false;      /* slotOf is a proven optimum */
+	long long evaluations = 0;
+	double seconds = 0;      /* the search's time, measured */
+};
+
+/* Best placement of @traffic's ranks; false with @err if they outnumber the slots. */
+bool recommend(const CostModel &model, const Traffic &traffic, Method method, Recommendation &out, std::string &err);
+
+/* The placement file (JSON text) of @rec, with the evidence. */
+std::string recommendationFile(const CostModel &model, const Traffic &traffic, const Recommendation &rec);
+
+/* A human summary of @rec: gain, method, the heaviest pairs and where they went. */
+std::string recommendationTable(const CostModel &model, const Traffic &traffic, const Recommendation &rec);
+
+} /* namespace rmatune */
