@@ -58,6 +58,7 @@ inline bool directory(const char *v)
 inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" }); }
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
+inline bool boot(const char *v) { return oneOf(v, { "rmarun", "pmix", "singleton" }); }
 
 } /* namespace knobs */
 
@@ -82,6 +83,10 @@ inline constexpr Knob kKnobs[] = {
 	{ "RMA_LAUNCHER_MAX_MIB", "a number of MiB", "1024",
 	  "the most rmarun buffers for its ranks' bootstrap traffic; a rank that exceeds it fails the job",
 	  knobs::number },
+	{ "RMA_BOOT", "rmarun, pmix or singleton", "detected",
+	  "forces how a rank joins its job; unset: rmarun's if RMA_BOOT_FD is set, else PMIx if PMIX_NAMESPACE and "
+	  "PMIX_RANK are (mpirun, prterun, srun --mpi=pmix), else a job of one",
+	  knobs::boot },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };
