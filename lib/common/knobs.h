@@ -87,6 +87,10 @@ inline constexpr Knob kKnobs[] = {
 	  "forces how a rank joins its job; unset: rmarun's if RMA_BOOT_FD is set, else PMIx if PMIX_NAMESPACE and "
 	  "PMIX_RANK are (mpirun, prterun, srun --mpi=pmix), else a job of one",
 	  knobs::boot },
+	{ "RMA_VERBOSE", "0 or 1", "0",
+	  "1 makes each rank print one line at init: its host, the bootstrap, and which ranks it reaches by shared "
+	  "memory and which by TCP",
+	  knobs::boolean },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

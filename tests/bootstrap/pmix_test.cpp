@@ -134,12 +134,19 @@ TEST_F(PmixTest, AbortEndsEveryRankOfTheJob)
 	EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
-TEST_F(PmixTest, WindowProgramRunsUnderMpirun)
+TEST_F(PmixTest, WindowProgramRunsUnderMpirunWithAVerboseLinePerRank)
 {
 	for (int n : { 2, 3 }) {
-		CommandResult r = mpirun(n, { ring_ });
+		CommandResult r = mpirun(n, { ring_ }, { "-x", "RMA_VERBOSE=1" });
 		EXPECT_EQ(r.status, 0) << r.out << r.err;
 		EXPECT_EQ(countOf(r.out, "ring ok on " + std::to_string(n) + " ranks"), 1) << r.out << r.err;
+		/* One line per rank naming its host, the bootstrap and how it reaches the others. */
+		EXPECT_EQ(countOf(r.err, "bootstrap pmix): shared memory with "), n) << r.err;
+		EXPECT_EQ(countOf(r.err, "(host 0 of 1, bootstrap pmix)"), n) << r.err;
+		EXPECT_EQ(countOf(r.err, "; TCP with none"), n) << r.err;
+		std::string others = n == 2 ? "shared memory with 1;" : "shared memory with 1-2;";
+		EXPECT_EQ(countOf(r.err, "librma: rank 0 of " + std::to_string(n) + " on "), 1) << r.err;
+		EXPECT_EQ(countOf(r.err, others), 1) << r.err;
 	}
 }
 
