@@ -2,7 +2,7 @@
 /*
  * A rank of a job started by a PMIx launcher (mpirun.openmpi), for
  * pmix_test. Each scenario checks what the PMIx bootstrap gives and prints
- * "rank R of N: SCENARIO ok" on stdout; a failed check prints
+ * "rank R of N: SCENARIO ok (BOOTSTRAP)" on stdout; a failed check prints
  * "rank R: WHAT" on stderr and exits 1.
  *
  * Usage: pmix_client facts N      rank, size N, kind, pids, hosts, status page clean
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "pmix_client: unknown scenario '%s'\n", scenario.c_str());
 		return 2;
 	}
-	std::printf("rank %d of %d: %s ok\n", b.rank(), b.size(), scenario.c_str());
+	std::printf("rank %d of %d: %s ok (%s)\n", b.rank(), b.size(), scenario.c_str(), b.kind());
 	std::fflush(stdout);
 	return 0;
 }

@@ -113,7 +113,7 @@ TEST_F(PmixTest, AllgatherMovesDataAndDescriptorsInMemberOrder)
 	for (int n : { 2, 3 }) {
 		CommandResult r = mpirun(n, { client_, "gather" });
 		EXPECT_EQ(r.status, 0) << r.out << r.err;
-		EXPECT_EQ(countOf(r.out, ": gather ok"), n) << r.out << r.err;
+		EXPECT_EQ(countOf(r.out, ": gather ok (pmix)"), n) << r.out << r.err;
 	}
 }
 
@@ -168,11 +168,23 @@ TEST_F(PmixTest, PmixEnvironmentWithoutAServerFailsClearly)
 	EXPECT_NE(r.err.find("PMIx_Init failed"), std::string::npos) << r.err;
 }
 
+TEST_F(PmixTest, RmarunWinsOverAPmixEnvironment)
+{
+	const char *rmarun = std::getenv("RMA_RMARUN");
+	if (!rmarun)
+		GTEST_SKIP() << "RMA_RMARUN names rmarun (meson test sets it)";
+	/* rmarun started inside a PMIx job: its ranks inherit PMIX_* but RMA_BOOT_FD decides. */
+	CommandResult r = runCommand({ "env", "PMIX_NAMESPACE=librma-test-outer", "PMIX_RANK=0", rmarun, "-n", "2",
+				       client_, "join" });
+	EXPECT_EQ(r.status, 0) << r.out << r.err;
+	EXPECT_EQ(countOf(r.out, "join ok (rmarun)"), 2) << r.out << r.err;
+}
+
 TEST_F(PmixTest, ForcedBootstrapsAreHonouredOrRefused)
 {
 	CommandResult single = runCommand({ "env", "RMA_BOOT=singleton", "PMIX_NAMESPACE=x", "PMIX_RANK=0", client_, "join" });
 	EXPECT_EQ(single.status, 0) << single.err;
-	EXPECT_NE(single.out.find("rank 0 of 1: join ok"), std::string::npos) << single.out;
+	EXPECT_NE(single.out.find("rank 0 of 1: join ok (singleton)"), std::string::npos) << single.out;
 
 	CommandResult rmarun = runCommand({ "env", "-u", "RMA_BOOT_FD", "RMA_BOOT=rmarun", client_, "join" });
 	EXPECT_EQ(rmarun.status, 3) << rmarun.err;
