@@ -243,6 +243,12 @@ struct LocalFdChannel::State {
 
 	void refuse() { refused.fetch_add(1, std::memory_order_relaxed); }
 
+	void reportDeath(int worldRank) const
+	{
+		if (options.peerDied && worldRank >= 0)
+			options.peerDied(worldRank);
+	}
+
 	/* Accept one connection if one is queued; it comes back only if it belongs to @mine. */
 	std::optional<Arrival> acceptOne(const Key &mine, Clock::time_point deadline);
 	/* Answer @a with the failure recorded for its collective, if there is one; true if it was. */
@@ -470,6 +476,7 @@ int serveAsHub(LocalFdChannel::State &st, const Exchange &x, std::vector<UniqueF
 		Wait w = waitFor(st.listener.get(), POLLIN, watch, std::min(x.deadline, Clock::now() + kSlice), dead);
 		if (w == Wait::PeerDied) {
 			failArrived(st, x, arrived, RMA_ERR_PROC_FAILED, dead);
+			st.reportDeath(dead);
 			return makeError(RMA_ERR_PROC_FAILED,
 					 "fd exchange ctx=%llu seq=%llu: rank %d died before it sent its descriptors",
 					 (unsigned long long)x.ctx, (unsigned long long)x.seq, dead);
@@ -559,6 +566,7 @@ int joinAsMember(LocalFdChannel::State &st, const Exchange &x, std::vector<Uniqu
 		return kill(hubPid, 0) < 0 && errno == ESRCH;
 	};
 	auto died = [&] {
+		st.reportDeath(hubRank);
 		return makeError(RMA_ERR_PROC_FAILED, "fd exchange ctx=%llu seq=%llu: the hub, rank %d (pid %d), died",
 				 (unsigned long long)x.ctx, (unsigned long long)x.seq, hubRank, hubPid);
 	};
@@ -627,9 +635,13 @@ int joinAsMember(LocalFdChannel::State &st, const Exchange &x, std::vector<Uniqu
 	    (header.errorClass == 0 && reply.fds.size() != expected))
 		return makeError(RMA_ERR_INTERN, "fd exchange ctx=%llu seq=%llu: malformed reply from rank %d",
 				 (unsigned long long)x.ctx, (unsigned long long)x.seq, hubRank);
-	if (header.errorClass == RMA_ERR_PROC_FAILED)
+	if (header.errorClass == RMA_ERR_PROC_FAILED) {
+		/* Only a rank of this collective: the hub's word is not taken for anyone else. */
+		if (std::find(x.members.begin(), x.members.end(), header.failedRank) != x.members.end())
+			st.reportDeath(header.failedRank);
 		return makeError(RMA_ERR_PROC_FAILED, "fd exchange ctx=%llu seq=%llu: rank %d died (reported by rank %d)",
 				 (unsigned long long)x.ctx, (unsigned long long)x.seq, header.failedRank, hubRank);
+	}
 	if (header.errorClass != 0)
 		return makeError(RMA_ERR_INTERN, "fd exchange ctx=%llu seq=%llu: rank %d failed the exchange (%s)",
 				 (unsigned long long)x.ctx, (unsigned long long)x.seq, hubRank,

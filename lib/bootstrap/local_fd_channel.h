@@ -47,6 +47,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -93,6 +94,13 @@ public:
 	struct Options {
 		/* How long one exchange waits for its members before it fails. */
 		std::chrono::milliseconds timeout{ 30000 };
+		/*
+		 * Called with the world rank of every peer an exchange finds
+		 * dead (before it returns RMA_ERR_PROC_FAILED), on the
+		 * exchanging thread; may be empty. The PMIx bootstrap records
+		 * the death in the host's job status page.
+		 */
+		std::function<void(int worldRank)> peerDied{};
 	};
 
 	/*

@@ -217,7 +217,10 @@ int PmixBootstrap::start()
 	}
 
 	jobId_ = fnv1a(me_.nspace);
-	auto channel = LocalFdChannel::listen(jobId_, static_cast<int>(me_.rank));
+	/* A local rank the channel finds dead is recorded for every rank of the host (the page is shared). */
+	LocalFdChannel::Options options;
+	options.peerDied = [this](int worldRank) { jobStatus_.markDead(worldRank); };
+	auto channel = LocalFdChannel::listen(jobId_, static_cast<int>(me_.rank), std::move(options));
 	if (!channel)
 		return channel.code();
 	channel_.emplace(std::move(channel.value()));

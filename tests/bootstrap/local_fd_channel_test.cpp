@@ -483,7 +483,9 @@ TEST(LocalFdChannelTest, MemberThatDiesFailsTheExchangeAtTheHubAndTheOthers)
 			_exit(0);
 		}
 		/* A long timeout: the death, not the clock, must end the wait. */
-		auto channel = LocalFdChannel::listen(job, members[i], { 20s });
+		std::vector<int> reported;
+		auto channel = LocalFdChannel::listen(job, members[i],
+						      { 20s, [&](int rank) { reported.push_back(rank); } });
 		ASSERT_TRUE(channel.ok()) << errorMessage(channel.code());
 		Contribution mine = contribute(i, counts[i]);
 		board.flags[i].store(1);
@@ -494,6 +496,8 @@ TEST(LocalFdChannelTest, MemberThatDiesFailsTheExchangeAtTheHubAndTheOthers)
 		EXPECT_EQ(errorClass(rc), RMA_ERR_PROC_FAILED) << errorMessage(rc);
 		EXPECT_NE(errorMessage(rc).find("rank 2"), std::string::npos) << errorMessage(rc);
 		EXPECT_TRUE(out.fds.empty());
+		/* The hub saw it die; member 1 heard it from the hub or saw it itself. */
+		EXPECT_EQ(reported, std::vector<int>{ 2 });
 	}));
 }
 
@@ -503,7 +507,9 @@ TEST(LocalFdChannelTest, HubThatDiesFailsTheMembers)
 	const std::vector<int> members = { 0, 1 };
 	const std::vector<int> counts = { 0, 1 };
 	EXPECT_MEMBERS_PASS(forkMembers(2, [&](int i, const std::vector<pid_t> &pids, Board &board) {
-		auto channel = LocalFdChannel::listen(job, members[i], { 20s });
+		std::vector<int> reported;
+		auto channel = LocalFdChannel::listen(job, members[i],
+						      { 20s, [&](int rank) { reported.push_back(rank); } });
 		ASSERT_TRUE(channel.ok()) << errorMessage(channel.code());
 		if (i == 0) {
 			while (board.flags[1].load() == 0)
@@ -519,6 +525,7 @@ TEST(LocalFdChannelTest, HubThatDiesFailsTheMembers)
 		EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 		EXPECT_EQ(errorClass(rc), RMA_ERR_PROC_FAILED) << errorMessage(rc);
 		EXPECT_NE(errorMessage(rc).find("rank 0"), std::string::npos) << errorMessage(rc);
+		EXPECT_EQ(reported, std::vector<int>{ 0 });
 	}));
 }
 
