@@ -105,7 +105,8 @@ int BootstrapBase::checkedExchange(uint64_t ctx, uint64_t seq, std::span<const i
 				 (unsigned long long)ctx, (unsigned long long)seq, rank_, myIndex, members.size());
 	for (int member : members) {
 		if (member < 0 || member >= size_)
-			return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: member %d is not a rank of a job of %d",
+			return makeError(RMA_ERR_ARG,
+					 "allgather ctx=%llu seq=%llu: member %d is not a rank of a job of %d",
 					 (unsigned long long)ctx, (unsigned long long)seq, member, size_);
 	}
 	if (data.size() > boot::kMaxMessageBytes / members.size() || fds.size() > boot::kMaxMessageFds)
@@ -291,10 +292,9 @@ Result<BootPtr> startLauncherClient()
 	int fd, rank, size;
 	if (!parseInt(fdText, fd) || fd < 0 || !parseInt(rankText, rank) || !parseInt(sizeText, size) || size < 1 ||
 	    rank < 0 || rank >= size)
-		return Result<Ptr>::failure(
-			makeError(RMA_ERR_INTERN, "bad bootstrap environment: RMA_BOOT_FD=%s RMA_RANK=%s RMA_SIZE=%s",
-				  fdText ? fdText : "(unset)", rankText ? rankText : "(unset)",
-				  sizeText ? sizeText : "(unset)"));
+		return Result<Ptr>::failure(makeError(
+			RMA_ERR_INTERN, "bad bootstrap environment: RMA_BOOT_FD=%s RMA_RANK=%s RMA_SIZE=%s",
+			fdText ? fdText : "(unset)", rankText ? rankText : "(unset)", sizeText ? sizeText : "(unset)"));
 
 	/* Keep the socket from the rank's own children (the environment stays). */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)

@@ -174,8 +174,7 @@ int sendMessage(int sock, boot::OutMessage &m, std::span<const Watched> watch, C
 }
 
 /* Receive one whole message on non-blocking @sock; 0 or -errno as sendMessage(), -ECONNRESET when closed. */
-int recvMessage(int sock, boot::InMessage &m, std::span<const Watched> watch, Clock::time_point deadline,
-		int &deadRank)
+int recvMessage(int sock, boot::InMessage &m, std::span<const Watched> watch, Clock::time_point deadline, int &deadRank)
 {
 	for (;;) {
 		int rc = boot::recvPacket(sock, m, MSG_DONTWAIT);
@@ -342,7 +341,9 @@ std::string LocalFdChannel::addressName(uint64_t jobId, int worldRank)
 	return name;
 }
 
-LocalFdChannel::LocalFdChannel(std::unique_ptr<State> state) : state_(std::move(state)) {}
+LocalFdChannel::LocalFdChannel(std::unique_ptr<State> state) : state_(std::move(state))
+{
+}
 LocalFdChannel::LocalFdChannel(LocalFdChannel &&) noexcept = default;
 LocalFdChannel &LocalFdChannel::operator=(LocalFdChannel &&) noexcept = default;
 LocalFdChannel::~LocalFdChannel() = default;
@@ -352,8 +353,8 @@ Result<LocalFdChannel> LocalFdChannel::listen(uint64_t jobId, int worldRank, Opt
 	std::string name = addressName(jobId, worldRank);
 	if (worldRank < 0 || options.timeout.count() <= 0)
 		return Result<LocalFdChannel>::failure(
-			makeError(RMA_ERR_ARG, "fd channel @%s: bad rank %d or timeout %lld ms", name.c_str(), worldRank,
-				  static_cast<long long>(options.timeout.count())));
+			makeError(RMA_ERR_ARG, "fd channel @%s: bad rank %d or timeout %lld ms", name.c_str(),
+				  worldRank, static_cast<long long>(options.timeout.count())));
 	UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
 	if (!sock.isValid())
 		return Result<LocalFdChannel>::failure(
@@ -496,14 +497,14 @@ int serveAsHub(LocalFdChannel::State &st, const Exchange &x, std::vector<UniqueF
 					late.push_back(x.members[i]);
 			}
 			failArrived(st, x, arrived, RMA_ERR_INTERN, -1);
-			return makeError(RMA_ERR_INTERN,
-					 "fd exchange ctx=%llu seq=%llu: timed out after %lld ms waiting for rank(s) %s",
-					 (unsigned long long)x.ctx, (unsigned long long)x.seq,
-					 static_cast<long long>(
-						 std::chrono::duration_cast<std::chrono::milliseconds>(
-							 st.options.timeout)
-							 .count()),
-					 rankList(late).c_str());
+			return makeError(
+				RMA_ERR_INTERN,
+				"fd exchange ctx=%llu seq=%llu: timed out after %lld ms waiting for rank(s) %s",
+				(unsigned long long)x.ctx, (unsigned long long)x.seq,
+				static_cast<long long>(
+					std::chrono::duration_cast<std::chrono::milliseconds>(st.options.timeout)
+						.count()),
+				rankList(late).c_str());
 		}
 	}
 
@@ -591,7 +592,8 @@ int joinAsMember(LocalFdChannel::State &st, const Exchange &x, std::vector<Uniqu
 		if (Clock::now() >= x.deadline)
 			return makeErrnoError(RMA_ERR_INTERN, err,
 					      "fd exchange ctx=%llu seq=%llu: timed out connecting to rank %d at @%s",
-					      (unsigned long long)x.ctx, (unsigned long long)x.seq, hubRank, name.c_str());
+					      (unsigned long long)x.ctx, (unsigned long long)x.seq, hubRank,
+					      name.c_str());
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 
@@ -639,7 +641,8 @@ int joinAsMember(LocalFdChannel::State &st, const Exchange &x, std::vector<Uniqu
 		/* Only a rank of this collective: the hub's word is not taken for anyone else. */
 		if (std::find(x.members.begin(), x.members.end(), header.failedRank) != x.members.end())
 			st.reportDeath(header.failedRank);
-		return makeError(RMA_ERR_PROC_FAILED, "fd exchange ctx=%llu seq=%llu: rank %d died (reported by rank %d)",
+		return makeError(RMA_ERR_PROC_FAILED,
+				 "fd exchange ctx=%llu seq=%llu: rank %d died (reported by rank %d)",
 				 (unsigned long long)x.ctx, (unsigned long long)x.seq, header.failedRank, hubRank);
 	}
 	if (header.errorClass != 0)
@@ -663,8 +666,8 @@ int joinAsMember(LocalFdChannel::State &st, const Exchange &x, std::vector<Uniqu
 } /* namespace */
 
 int LocalFdChannel::exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-			     std::span<const pid_t> memberPids, std::span<const int> fds,
-			     std::span<const int> fdCounts, GatherResult &out)
+			     std::span<const pid_t> memberPids, std::span<const int> fds, std::span<const int> fdCounts,
+			     GatherResult &out)
 {
 	const std::size_t n = members.size();
 	std::size_t total = 0;
@@ -685,7 +688,7 @@ int LocalFdChannel::exchange(uint64_t ctx, uint64_t seq, std::span<const int> me
 	Exchange x{ ctx, seq, members, myIndex, memberPids, fds, fdCounts, Clock::now() + state_->options.timeout };
 	std::vector<UniqueFd> result;
 	if (total > 0) {
-		int rc = n == 1	      ? dupOwn(x, result)
+		int rc = n == 1		? dupOwn(x, result)
 			 : myIndex == 0 ? serveAsHub(*state_, x, result)
 					: joinAsMember(*state_, x, result);
 		if (rc != RMA_SUCCESS)

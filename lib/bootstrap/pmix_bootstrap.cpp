@@ -203,10 +203,11 @@ int PmixBootstrap::start()
 		     localPeers_.front() >= 0 && static_cast<uint64_t>(localPeers_.back()) < size &&
 		     std::binary_search(localPeers_.begin(), localPeers_.end(), static_cast<int>(me_.rank));
 		if (!ok)
-			return makeError(RMA_ERR_INTERN, "PMIx: PMIX_LOCAL_PEERS of rank %u is not a list of ranks that holds it: %s",
-					 me_.rank,
-					 peers.get()->type == PMIX_STRING && peers.get()->data.string ? peers.get()->data.string
-												  : "(not a string)");
+			return makeError(
+				RMA_ERR_INTERN,
+				"PMIx: PMIX_LOCAL_PEERS of rank %u is not a list of ranks that holds it: %s", me_.rank,
+				peers.get()->type == PMIX_STRING && peers.get()->data.string ? peers.get()->data.string
+											     : "(not a string)");
 	}
 	{
 		/* For messages only: the launcher's name of this host. */
@@ -238,8 +239,8 @@ int PmixBootstrap::shareJobStatus()
 	}
 	if (localPeers_.size() == 1)
 		return RMA_SUCCESS;
-	const int myIndex = static_cast<int>(std::lower_bound(localPeers_.begin(), localPeers_.end(), rank_) -
-					     localPeers_.begin());
+	const int myIndex =
+		static_cast<int>(std::lower_bound(localPeers_.begin(), localPeers_.end(), rank_) - localPeers_.begin());
 	const int pageFd = jobStatus_.fd();
 	GatherResult out;
 	RMA_TRY(bootstrapExchange(1, localPeers_, myIndex, {},
@@ -271,8 +272,7 @@ int PmixBootstrap::exchange(uint64_t ctx, uint64_t seq, std::span<const int> mem
 	std::memcpy(gathered.data() + myIndex * itemBytes, mine.data(), itemBytes);
 	if (n > 1) {
 		char key[PMIX_MAX_KEYLEN];
-		std::snprintf(key, sizeof(key), "librma.g.%llu.%llu", (unsigned long long)ctx,
-			      (unsigned long long)seq);
+		std::snprintf(key, sizeof(key), "librma.g.%llu.%llu", (unsigned long long)ctx, (unsigned long long)seq);
 		pmix_value_t value;
 		PMIX_VALUE_CONSTRUCT(&value);
 		value.type = PMIX_BYTE_OBJECT;
@@ -342,12 +342,13 @@ int PmixBootstrap::exchange(uint64_t ctx, uint64_t seq, std::span<const int> mem
 		std::vector<pid_t> pids(n);
 		for (std::size_t i = 0; i < n; ++i) {
 			if (hosts_.empty() || hosts_[members[i]] != hosts_[rank_])
-				return makeError(RMA_ERR_INTERN,
-						 "allgather ctx=%llu seq=%llu: descriptors cannot cross hosts (rank %d is on "
-						 "host %d, rank %d on host %d)",
-						 (unsigned long long)ctx, (unsigned long long)seq, members[i],
-						 hosts_.empty() ? -1 : hosts_[members[i]], rank_,
-						 hosts_.empty() ? -1 : hosts_[rank_]);
+				return makeError(
+					RMA_ERR_INTERN,
+					"allgather ctx=%llu seq=%llu: descriptors cannot cross hosts (rank %d is on "
+					"host %d, rank %d on host %d)",
+					(unsigned long long)ctx, (unsigned long long)seq, members[i],
+					hosts_.empty() ? -1 : hosts_[members[i]], rank_,
+					hosts_.empty() ? -1 : hosts_[rank_]);
 			pids[i] = pids_[members[i]];
 		}
 		RMA_TRY(channel_->exchange(ctx, seq, members, myIndex, pids, fds, fdCounts, result));

@@ -58,7 +58,10 @@ inline bool directory(const char *v)
 inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" }); }
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
-inline bool boot(const char *v) { return oneOf(v, { "rmarun", "pmix", "singleton" }); }
+inline bool boot(const char *v)
+{
+	return oneOf(v, { "rmarun", "pmix", "singleton" });
+}
 
 } /* namespace knobs */
 

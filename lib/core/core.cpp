@@ -376,10 +376,12 @@ void printReach(const Bootstrap &boot)
 			(boot.host(r) == boot.host(boot.rank()) ? local : remote).push_back(r);
 	}
 	/* Until the inter-host transport exists (issue #14, lib/net), say so instead of promising TCP. */
-	std::fprintf(stderr, "librma: rank %d of %d on %s (host %d of %d, bootstrap %s): shared memory with %s; TCP with %s%s\n",
-		     boot.rank(), boot.size(), boot.hostName().c_str(), boot.host(boot.rank()), hosts, boot.kind(),
-		     rankRanges(local).c_str(), rankRanges(remote).c_str(),
-		     remote.empty() ? "" : " (not built yet: windows cannot span hosts)");
+	std::fprintf(
+		stderr,
+		"librma: rank %d of %d on %s (host %d of %d, bootstrap %s): shared memory with %s; TCP with %s%s\n",
+		boot.rank(), boot.size(), boot.hostName().c_str(), boot.host(boot.rank()), hosts, boot.kind(),
+		rankRanges(local).c_str(), rankRanges(remote).c_str(),
+		remote.empty() ? "" : " (not built yet: windows cannot span hosts)");
 }
 
 } /* namespace */

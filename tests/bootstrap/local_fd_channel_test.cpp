@@ -73,7 +73,8 @@ std::vector<int> forkMembers(int n, const std::function<void(int, const std::vec
 	for (int i = 0; i < n; ++i) {
 		pid_t pid = fork();
 		if (pid == 0) {
-			int before = testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
+			int before =
+				testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count();
 			board->pids[i].store(getpid());
 			std::vector<pid_t> pids(n);
 			for (int j = 0; j < n; ++j) {
@@ -161,10 +162,10 @@ bool allPassed(const std::vector<int> &status)
 	return true;
 }
 
-#define EXPECT_MEMBERS_PASS(status)                                                          \
-	do {                                                                                  \
-		auto rma_status_ = (status);                                                  \
-		EXPECT_TRUE(allPassed(rma_status_)) << "a member failed: its output is above"; \
+#define EXPECT_MEMBERS_PASS(status)                                                                                    \
+	do {                                                                                                           \
+		auto rma_status_ = (status);                                                                           \
+		EXPECT_TRUE(allPassed(rma_status_)) << "a member failed: its output is above";                         \
 	} while (0)
 
 TEST(LocalFdChannelTest, GathersDescriptorsInMemberOrderWithTheFirstMemberAsHub)
@@ -484,8 +485,8 @@ TEST(LocalFdChannelTest, MemberThatDiesFailsTheExchangeAtTheHubAndTheOthers)
 		}
 		/* A long timeout: the death, not the clock, must end the wait. */
 		std::vector<int> reported;
-		auto channel = LocalFdChannel::listen(job, members[i],
-						      { 20s, [&](int rank) { reported.push_back(rank); } });
+		auto channel =
+			LocalFdChannel::listen(job, members[i], { 20s, [&](int rank) { reported.push_back(rank); } });
 		ASSERT_TRUE(channel.ok()) << errorMessage(channel.code());
 		Contribution mine = contribute(i, counts[i]);
 		board.flags[i].store(1);
@@ -508,8 +509,8 @@ TEST(LocalFdChannelTest, HubThatDiesFailsTheMembers)
 	const std::vector<int> counts = { 0, 1 };
 	EXPECT_MEMBERS_PASS(forkMembers(2, [&](int i, const std::vector<pid_t> &pids, Board &board) {
 		std::vector<int> reported;
-		auto channel = LocalFdChannel::listen(job, members[i],
-						      { 20s, [&](int rank) { reported.push_back(rank); } });
+		auto channel =
+			LocalFdChannel::listen(job, members[i], { 20s, [&](int rank) { reported.push_back(rank); } });
 		ASSERT_TRUE(channel.ok()) << errorMessage(channel.code());
 		if (i == 0) {
 			while (board.flags[1].load() == 0)
@@ -548,7 +549,8 @@ TEST(LocalFdChannelTest, LiveMemberThatNeverComesTimesOutWithItsRankNamed)
 		int rc = channel->exchange(1, 1, members, i, pids, mine.raw, counts, out);
 		EXPECT_EQ(errorClass(rc), RMA_ERR_INTERN) << errorMessage(rc);
 		if (i == 0) {
-			EXPECT_NE(errorMessage(rc).find("timed out after 300 ms waiting for rank(s) 2"), std::string::npos)
+			EXPECT_NE(errorMessage(rc).find("timed out after 300 ms waiting for rank(s) 2"),
+				  std::string::npos)
 				<< errorMessage(rc);
 		}
 		board.flags[i].store(1);

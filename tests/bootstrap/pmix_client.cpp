@@ -33,14 +33,14 @@ namespace {
 
 int myRank = -1;
 
-#define CHECK(cond, ...)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			std::fprintf(stderr, "rank %d: check failed: %s: ", myRank, #cond); \
-			std::fprintf(stderr, __VA_ARGS__);                     \
-			std::fprintf(stderr, "\n");                            \
-			std::exit(1);                                         \
-		}                                                             \
+#define CHECK(cond, ...)                                                                                               \
+	do {                                                                                                           \
+		if (!(cond)) {                                                                                         \
+			std::fprintf(stderr, "rank %d: check failed: %s: ", myRank, #cond);                            \
+			std::fprintf(stderr, __VA_ARGS__);                                                             \
+			std::fprintf(stderr, "\n");                                                                    \
+			std::exit(1);                                                                                  \
+		}                                                                                                      \
 	} while (0)
 
 std::vector<int> worldOf(const Bootstrap &b)

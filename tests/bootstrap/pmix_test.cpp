@@ -68,7 +68,8 @@ protected:
 		const char *ring = std::getenv("RMA_PMIX_RING");
 		const char *passive = std::getenv("RMA_PMIX_PASSIVE");
 		if (!client || !ring || !passive)
-			GTEST_SKIP() << "RMA_PMIX_CLIENT, RMA_PMIX_RING and RMA_PMIX_PASSIVE name the programs (meson test sets them)";
+			GTEST_SKIP() << "RMA_PMIX_CLIENT, RMA_PMIX_RING and RMA_PMIX_PASSIVE name the programs (meson "
+					"test sets them)";
 		client_ = client;
 		ring_ = ring;
 		passive_ = passive;
@@ -102,7 +103,8 @@ TEST_F(PmixTest, RanksLearnRankSizePidsAndOneHostFromPmix)
 		CommandResult r = mpirun(n, { client_, "facts", std::to_string(n) });
 		EXPECT_EQ(r.status, 0) << r.out << r.err;
 		for (int rank = 0; rank < n; ++rank)
-			EXPECT_EQ(countOf(r.out, "rank " + std::to_string(rank) + " of " + std::to_string(n) + ": facts ok"),
+			EXPECT_EQ(countOf(r.out,
+					  "rank " + std::to_string(rank) + " of " + std::to_string(n) + ": facts ok"),
 				  1)
 				<< r.out << r.err;
 	}
@@ -198,15 +200,16 @@ TEST_F(PmixDetectionTest, RmarunWinsOverAPmixEnvironment)
 	if (!rmarun)
 		GTEST_SKIP() << "RMA_RMARUN names rmarun (meson test sets it)";
 	/* rmarun started inside a PMIx job: its ranks inherit PMIX_* but RMA_BOOT_FD decides. */
-	CommandResult r = runCommand({ "env", "PMIX_NAMESPACE=librma-test-outer", "PMIX_RANK=0", rmarun, "-n", "2",
-				       client_, "join" });
+	CommandResult r = runCommand(
+		{ "env", "PMIX_NAMESPACE=librma-test-outer", "PMIX_RANK=0", rmarun, "-n", "2", client_, "join" });
 	EXPECT_EQ(r.status, 0) << r.out << r.err;
 	EXPECT_EQ(countOf(r.out, "join ok (rmarun)"), 2) << r.out << r.err;
 }
 
 TEST_F(PmixDetectionTest, ForcedBootstrapsAreHonouredOrRefused)
 {
-	CommandResult single = runCommand({ "env", "RMA_BOOT=singleton", "PMIX_NAMESPACE=x", "PMIX_RANK=0", client_, "join" });
+	CommandResult single =
+		runCommand({ "env", "RMA_BOOT=singleton", "PMIX_NAMESPACE=x", "PMIX_RANK=0", client_, "join" });
 	EXPECT_EQ(single.status, 0) << single.err;
 	EXPECT_NE(single.out.find("rank 0 of 1: join ok (singleton)"), std::string::npos) << single.out;
 
