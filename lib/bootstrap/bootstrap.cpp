@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_base.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -13,15 +14,16 @@
 #include <mutex>
 #include <string_view>
 
+#include "bootstrap/pmix_bootstrap.h"
 #include "bootstrap/protocol.h"
+#include "common/knobs.h"
 #include "error/error.h"
+
+#include "config.h"
 
 namespace librma {
 
 namespace {
-
-/* Context id of the bootstrap's own collective: the world allgather at start. */
-constexpr uint64_t kBootstrapCtx = 0;
 
 /* What each rank tells every other at start. */
 struct RankInfo {
@@ -51,79 +53,83 @@ bool parseInt(const char *text, int &value)
 	return ec == std::errc() && end == view.data() + view.size();
 }
 
-/* What both implementations share: argument checks and the start-up exchange. */
-class BootstrapBase : public Bootstrap
+} /* namespace */
+
+int BootstrapBase::allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
 {
-public:
-	int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-		      std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final
-	{
-		if (ctx == kBootstrapCtx)
-			return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
-		return checkedExchange(ctx, seq, members, myIndex, data, fds, out);
+	if (ctx == kBootstrapCtx)
+		return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
+	return checkedExchange(ctx, seq, members, myIndex, data, fds, out);
+}
+
+uint64_t BootstrapBase::hostKey() const
+{
+	return hostId();
+}
+
+int BootstrapBase::init(int rank, int size)
+{
+	rank_ = rank;
+	size_ = size;
+	std::vector<int> world(size);
+	for (int i = 0; i < size; ++i)
+		world[i] = i;
+	RankInfo me = { getpid(), hostKey() };
+	GatherResult result;
+	RMA_TRY(checkedExchange(kBootstrapCtx, 0, world, rank, { reinterpret_cast<const std::byte *>(&me), sizeof(me) },
+				{}, result));
+
+	std::vector<RankInfo> infos(size);
+	std::memcpy(infos.data(), result.data.data(), size * sizeof(RankInfo));
+	std::vector<uint64_t> hostIds;
+	for (const RankInfo &info : infos) {
+		pids_.push_back(static_cast<pid_t>(info.pid));
+		/* Host index: order of first appearance of the host's id. */
+		std::size_t index = 0;
+		while (index < hostIds.size() && hostIds[index] != info.hostId)
+			++index;
+		if (index == hostIds.size())
+			hostIds.push_back(info.hostId);
+		hosts_.push_back(static_cast<int>(index));
 	}
+	return RMA_SUCCESS;
+}
 
-	/* Set rank and size, then learn every rank's pid and host (collective over the world). */
-	int init(int rank, int size)
-	{
-		rank_ = rank;
-		size_ = size;
-		std::vector<int> world(size);
-		for (int i = 0; i < size; ++i)
-			world[i] = i;
-		RankInfo me = { getpid(), hostId() };
-		GatherResult result;
-		RMA_TRY(checkedExchange(kBootstrapCtx, 0, world, rank,
-					{ reinterpret_cast<const std::byte *>(&me), sizeof(me) }, {}, result));
-
-		std::vector<RankInfo> infos(size);
-		std::memcpy(infos.data(), result.data.data(), size * sizeof(RankInfo));
-		std::vector<uint64_t> hostIds;
-		for (const RankInfo &info : infos) {
-			pids_.push_back(static_cast<pid_t>(info.pid));
-			/* Host index: order of first appearance of the host's id. */
-			std::size_t index = 0;
-			while (index < hostIds.size() && hostIds[index] != info.hostId)
-				++index;
-			if (index == hostIds.size())
-				hostIds.push_back(info.hostId);
-			hosts_.push_back(static_cast<int>(index));
-		}
-		return RMA_SUCCESS;
-	}
-
-protected:
-	/* The exchange itself; arguments are checked. */
-	virtual int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-			     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) = 0;
-
-private:
-	int checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
-	{
-		if (members.empty() || members.size() > static_cast<std::size_t>(size_) || myIndex < 0 ||
-		    static_cast<std::size_t>(myIndex) >= members.size() || members[myIndex] != rank_)
-			return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: rank %d is not member %d of %zu",
-					 (unsigned long long)ctx, (unsigned long long)seq, rank_, myIndex,
-					 members.size());
-		for (int member : members) {
-			if (member < 0 || member >= size_)
-				return makeError(RMA_ERR_ARG,
-						 "allgather ctx=%llu seq=%llu: member %d is not a rank of a job of %d",
-						 (unsigned long long)ctx, (unsigned long long)seq, member, size_);
-		}
-		if (data.size() > boot::kMaxMessageBytes / members.size() || fds.size() > boot::kMaxMessageFds)
+int BootstrapBase::checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+				   std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+{
+	if (members.empty() || members.size() > static_cast<std::size_t>(size_) || myIndex < 0 ||
+	    static_cast<std::size_t>(myIndex) >= members.size() || members[myIndex] != rank_)
+		return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: rank %d is not member %d of %zu",
+				 (unsigned long long)ctx, (unsigned long long)seq, rank_, myIndex, members.size());
+	for (int member : members) {
+		if (member < 0 || member >= size_)
 			return makeError(RMA_ERR_ARG,
-					 "allgather ctx=%llu seq=%llu: %zu bytes and %zu descriptors is too much",
-					 (unsigned long long)ctx, (unsigned long long)seq, data.size(), fds.size());
-		return exchange(ctx, seq, members, myIndex, data, fds, out);
+					 "allgather ctx=%llu seq=%llu: member %d is not a rank of a job of %d",
+					 (unsigned long long)ctx, (unsigned long long)seq, member, size_);
 	}
-};
+	if (data.size() > boot::kMaxMessageBytes / members.size() || fds.size() > boot::kMaxMessageFds)
+		return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: %zu bytes and %zu descriptors is too much",
+				 (unsigned long long)ctx, (unsigned long long)seq, data.size(), fds.size());
+	return exchange(ctx, seq, members, myIndex, data, fds, out);
+}
+
+std::string Bootstrap::hostName() const
+{
+	char name[256] = {};
+	gethostname(name, sizeof(name) - 1);
+	return name;
+}
+
+namespace {
 
 /* A job of one process: collectives are local copies. */
 class SingletonBootstrap final : public BootstrapBase
 {
 public:
+	const char *kind() const override { return "singleton"; }
+
 	[[noreturn]] void abort(int code) override
 	{
 		std::fflush(nullptr);
@@ -159,6 +165,8 @@ class LauncherBootstrap final : public BootstrapBase
 {
 public:
 	explicit LauncherBootstrap(UniqueFd sock) : sock_(std::move(sock)) {}
+
+	const char *kind() const override { return "rmarun"; }
 
 	/* Tell the launcher, which stops every rank; then leave. */
 	[[noreturn]] void abort(int code) override
@@ -262,26 +270,31 @@ private:
 
 } /* namespace */
 
-Result<std::unique_ptr<Bootstrap>> Bootstrap::fromEnvironment()
+namespace {
+
+using BootPtr = std::unique_ptr<Bootstrap>;
+
+Result<BootPtr> startSingleton()
 {
-	using Ptr = std::unique_ptr<Bootstrap>;
+	auto singleton = std::make_unique<SingletonBootstrap>();
+	if (int rc = singleton->init(0, 1); rc != RMA_SUCCESS)
+		return Result<BootPtr>::failure(rc);
+	return BootPtr(std::move(singleton));
+}
 
+/* A rank of an rmarun job: RMA_BOOT_FD, RMA_RANK, RMA_SIZE (and RMA_JOB_FD) name everything. */
+Result<BootPtr> startLauncherClient()
+{
+	using Ptr = BootPtr;
 	const char *fdText = std::getenv("RMA_BOOT_FD");
-	if (!fdText) {
-		auto singleton = std::make_unique<SingletonBootstrap>();
-		if (int rc = singleton->init(0, 1); rc != RMA_SUCCESS)
-			return Result<Ptr>::failure(rc);
-		return Ptr(std::move(singleton));
-	}
-
 	const char *rankText = std::getenv("RMA_RANK");
 	const char *sizeText = std::getenv("RMA_SIZE");
 	int fd, rank, size;
 	if (!parseInt(fdText, fd) || fd < 0 || !parseInt(rankText, rank) || !parseInt(sizeText, size) || size < 1 ||
 	    rank < 0 || rank >= size)
-		return Result<Ptr>::failure(
-			makeError(RMA_ERR_INTERN, "bad bootstrap environment: RMA_BOOT_FD=%s RMA_RANK=%s RMA_SIZE=%s",
-				  fdText, rankText ? rankText : "(unset)", sizeText ? sizeText : "(unset)"));
+		return Result<Ptr>::failure(makeError(
+			RMA_ERR_INTERN, "bad bootstrap environment: RMA_BOOT_FD=%s RMA_RANK=%s RMA_SIZE=%s",
+			fdText ? fdText : "(unset)", rankText ? rankText : "(unset)", sizeText ? sizeText : "(unset)"));
 
 	/* Keep the socket from the rank's own children (the environment stays). */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
@@ -305,6 +318,43 @@ Result<std::unique_ptr<Bootstrap>> Bootstrap::fromEnvironment()
 	if (int rc = client->init(rank, size); rc != RMA_SUCCESS)
 		return Result<Ptr>::failure(rc);
 	return Ptr(std::move(client));
+}
+
+} /* namespace */
+
+#ifndef HAVE_PMIX
+Result<std::unique_ptr<Bootstrap>> startPmixBootstrap()
+{
+	return Result<std::unique_ptr<Bootstrap>>::failure(makeError(
+		RMA_ERR_INTERN, "PMIx bootstrap requested (RMA_BOOT=pmix, or PMIX_NAMESPACE and PMIX_RANK are set), "
+				"but librma was built without PMIx (-Dpmix=enabled with libpmix-dev)"));
+}
+
+bool pmixEnvironment()
+{
+	return knobValue("PMIX_NAMESPACE") && knobValue("PMIX_RANK");
+}
+#endif
+
+Result<std::unique_ptr<Bootstrap>> Bootstrap::fromEnvironment()
+{
+	/* docs/design/inter-host.md §1.1: forced, then rmarun, then PMIx, then alone. */
+	if (const char *forced = knobValue("RMA_BOOT")) {
+		std::string_view kind(forced);
+		if (kind == "rmarun")
+			return startLauncherClient();
+		if (kind == "pmix")
+			return startPmixBootstrap();
+		if (kind == "singleton")
+			return startSingleton();
+		return Result<BootPtr>::failure(
+			makeError(RMA_ERR_INTERN, "RMA_BOOT='%s': accepts rmarun, pmix or singleton", forced));
+	}
+	if (std::getenv("RMA_BOOT_FD"))
+		return startLauncherClient();
+	if (pmixEnvironment())
+		return startPmixBootstrap();
+	return startSingleton();
 }
 
 } /* namespace librma */

@@ -9,9 +9,13 @@
  * passing are all made. It is used on the setup path only (window and
  * communicator creation), never on the data path.
  *
- * Implementations:
+ * Implementations (chosen by fromEnvironment()):
  *  - under rmarun (RMA_BOOT_FD in the environment): a SOCK_SEQPACKET socket
  *    to the launcher, which matches the collective's members and answers;
+ *  - under a PMIx launcher (PMIX_NAMESPACE and PMIX_RANK: Open MPI's
+ *    mpirun, prterun, srun --mpi=pmix; built with -Dpmix): data through
+ *    PMIx Put/Commit/Fence, descriptors between the ranks of a host through
+ *    LocalFdChannel (pmix_bootstrap.cpp);
  *  - otherwise a singleton job of one rank.
  */
 #pragma once
@@ -22,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -79,14 +84,30 @@ public:
 	bool dead(int worldRank) const { return jobStatus_.dead(worldRank); }
 	/* Map the launcher's status page from @fd (taken); 0 or -errno. */
 	int attachJobStatus(int fd, int nranks) { return jobStatus_.attach(fd, nranks); }
+	/*
+	 * Record that @worldRank died, where this process may write the
+	 * status page (under PMIx every local rank may); else nothing.
+	 * Thread-safe.
+	 */
+	void markDead(int worldRank) { jobStatus_.markDead(worldRank); }
 
 	/* End the whole job with @code (the launcher stops every rank). */
 	[[noreturn]] virtual void abort(int code) = 0;
 
+	/* Which implementation this is: "rmarun", "pmix" or "singleton" (RMA_BOOT's words). */
+	virtual const char *kind() const = 0;
+	/* This host's name for messages: gethostname(), plus the launcher's name for it where that differs. */
+	virtual std::string hostName() const;
+
 	/*
-	 * The bootstrap this process was started with: the launcher's if the
-	 * environment names one (RMA_BOOT_FD, RMA_RANK, RMA_SIZE), else a
-	 * singleton. Fills pids and hosts of all ranks (one allgather).
+	 * The bootstrap this process was started with (docs/design/inter-host.md
+	 * §1.1): RMA_BOOT=rmarun|pmix|singleton forces one; else RMA_BOOT_FD
+	 * means rmarun (with RMA_RANK, RMA_SIZE); else PMIX_NAMESPACE and
+	 * PMIX_RANK mean PMIx; else a singleton. Fills pids and hosts of all
+	 * ranks (one allgather). Errors (RMA_ERR_INTERN, the message says
+	 * which): a bad RMA_BOOT or rmarun environment, a forced or detected
+	 * bootstrap that cannot start (PMIx_Init failing is an error, not a
+	 * quiet singleton), or "built without PMIx".
 	 */
 	static Result<std::unique_ptr<Bootstrap>> fromEnvironment();
 

@@ -35,6 +35,7 @@ int JobStatus::create(int nranks)
 	if (p == MAP_FAILED)
 		return -errno;
 	header_ = new (p) JobStatusHeader{};
+	writable_ = true;
 	header_->magic = kJobStatusMagic;
 	header_->nranks = static_cast<uint32_t>(nranks);
 	bits_ = reinterpret_cast<std::atomic<uint64_t> *>(static_cast<std::byte *>(p) + kJobStatusBitsOffset);
@@ -44,7 +45,7 @@ int JobStatus::create(int nranks)
 	return 0;
 }
 
-int JobStatus::attach(int fd, int nranks)
+int JobStatus::attach(int fd, int nranks, bool writable)
 {
 	UniqueFd owned(fd);
 	struct stat st {};
@@ -53,7 +54,7 @@ int JobStatus::attach(int fd, int nranks)
 	const size_t bytes = jobStatusBytes(nranks);
 	if (static_cast<size_t>(st.st_size) != bytes)
 		return -EINVAL;
-	void *p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	void *p = mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	auto *h = static_cast<JobStatusHeader *>(p);
@@ -62,6 +63,7 @@ int JobStatus::attach(int fd, int nranks)
 		return -EINVAL;
 	}
 	header_ = h;
+	writable_ = writable;
 	bits_ = reinterpret_cast<std::atomic<uint64_t> *>(static_cast<std::byte *>(p) + kJobStatusBitsOffset);
 	bytes_ = bytes;
 	nranks_ = nranks;
@@ -70,7 +72,7 @@ int JobStatus::attach(int fd, int nranks)
 
 void JobStatus::markDead(int rank)
 {
-	if (!header_ || rank < 0 || rank >= nranks_)
+	if (!header_ || !writable_ || rank < 0 || rank >= nranks_)
 		return;
 	const uint64_t bit = uint64_t(1) << (rank % 64);
 	/* Relaxed: published by the release on the count below. */

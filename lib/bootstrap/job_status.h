@@ -5,7 +5,9 @@
  *
  * The launcher creates it (a memfd of one page per 32768 ranks or part,
  * plus a header page), maps it read-write, and hands the descriptor to each
- * rank (RMA_JOB_FD). When it reaps a rank that did not exit with status 0
+ * rank (RMA_JOB_FD). Under PMIx there is no launcher of ours: the host's
+ * smallest rank creates it and hands it to the host's other ranks, which
+ * map it writable (several writers are safe: see markDead()). When it reaps a rank that did not exit with status 0
  * it sets the rank's bit and then counts it. Ranks map the page read-only;
  * operations check the count (one relaxed load of a line nobody writes
  * until a rank dies, so it stays shared in every cache) and only when it
@@ -56,14 +58,18 @@ public:
 
 	/* Launcher: create the page for @nranks. Returns 0 or -errno. */
 	int create(int nranks);
-	/* Rank: map the page behind @fd read-only and close @fd. Returns 0 or -errno (-EINVAL: not a status page). */
-	int attach(int fd, int nranks);
+	/*
+	 * Rank: map the page behind @fd and close @fd; read-only unless
+	 * @writable (under PMIx, where no launcher watches, every local rank
+	 * may record deaths). Returns 0 or -errno (-EINVAL: not a status page).
+	 */
+	int attach(int fd, int nranks, bool writable = false);
 
 	/* The descriptor the ranks inherit (launcher only; -1 once attached). */
 	int fd() const { return fd_.get(); }
 	bool valid() const { return header_ != nullptr; }
 
-	/* Launcher: record that @rank died (idempotent). */
+	/* Record that @rank died (idempotent; safe with several writers). Only on a writable page; else nothing. */
 	void markDead(int rank);
 
 	/* The count of dead ranks, for the data path (relaxed: a hint, see above). */
@@ -78,6 +84,7 @@ private:
 	std::atomic<uint64_t> *bits_ = nullptr;
 	size_t bytes_ = 0;
 	int nranks_ = 0;
+	bool writable_ = false;
 };
 
 } /* namespace librma */

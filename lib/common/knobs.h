@@ -69,6 +69,11 @@ inline bool placement(const char *v)
 	return !std::strncmp(v, "node:", 5) && number(v + 5);
 }
 
+inline bool boot(const char *v)
+{
+	return oneOf(v, { "rmarun", "pmix", "singleton" });
+}
+
 } /* namespace knobs */
 
 inline constexpr Knob kKnobs[] = {
@@ -104,6 +109,14 @@ inline constexpr Knob kKnobs[] = {
 	  "whether window and rma_alloc_mem memory comes from the 2 MiB huge-page pool when the program's "
 	  "rma_huge_pages info key does not say (rmarun --placement sets it from the file's huge_pages)",
 	  knobs::hugePages },
+	{ "RMA_BOOT", "rmarun, pmix or singleton", "detected",
+	  "forces how a rank joins its job; unset: rmarun's if RMA_BOOT_FD is set, else PMIx if PMIX_NAMESPACE and "
+	  "PMIX_RANK are (mpirun, prterun, srun --mpi=pmix), else a job of one",
+	  knobs::boot },
+	{ "RMA_VERBOSE", "0 or 1", "0",
+	  "1 makes each rank print one line at init: its host, the bootstrap, and which ranks it reaches by shared "
+	  "memory and which by TCP",
+	  knobs::boolean },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

@@ -347,6 +347,45 @@ int ensureAgentThread()
 
 /* ---- Runtime (init, finalize) ---------------------------------------------- */
 
+namespace {
+
+/* "0-2,5" for ascending ranks; "none" for no ranks. */
+std::string rankRanges(const std::vector<int> &ranks)
+{
+	std::string text;
+	for (std::size_t i = 0; i < ranks.size();) {
+		std::size_t j = i;
+		while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+			++j;
+		text += (text.empty() ? "" : ",") + std::to_string(ranks[i]);
+		if (j > i)
+			text += "-" + std::to_string(ranks[j]);
+		i = j + 1;
+	}
+	return text.empty() ? "none" : text;
+}
+
+/* RMA_VERBOSE=1: where this rank runs and how it reaches every other rank (one line, stderr). */
+void printReach(const Bootstrap &boot)
+{
+	std::vector<int> local, remote;
+	int hosts = 0;
+	for (int r = 0; r < boot.size(); ++r) {
+		hosts = std::max(hosts, boot.host(r) + 1);
+		if (r != boot.rank())
+			(boot.host(r) == boot.host(boot.rank()) ? local : remote).push_back(r);
+	}
+	/* Until the inter-host transport exists (issue #14, lib/net), say so instead of promising TCP. */
+	std::fprintf(
+		stderr,
+		"librma: rank %d of %d on %s (host %d of %d, bootstrap %s): shared memory with %s; TCP with %s%s\n",
+		boot.rank(), boot.size(), boot.hostName().c_str(), boot.host(boot.rank()), hosts, boot.kind(),
+		rankRanges(local).c_str(), rankRanges(remote).c_str(),
+		remote.empty() ? "" : " (not built yet: windows cannot span hosts)");
+}
+
+} /* namespace */
+
 int initRuntime()
 {
 	Runtime &rt = runtime();
@@ -364,14 +403,19 @@ int initRuntime()
 	rt.bootstrap = std::move(boot.value());
 	int rank = rt.bootstrap->rank();
 	int size = rt.bootstrap->size();
+	if (const char *verbose = knobValue("RMA_VERBOSE"); verbose && !std::strcmp(verbose, "1"))
+		printReach(*rt.bootstrap);
 	/*
-	 * Every rank of the job shares this host today: more of them than
-	 * online CPUs means a waiter's spinning takes the CPU from the rank
-	 * it waits for. RMA_SPIN=yield|spin overrides the guess.
+	 * More ranks on this host than online CPUs means a waiter's spinning
+	 * takes the CPU from the rank it waits for. RMA_SPIN=yield|spin
+	 * overrides the guess.
 	 */
 	{
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		bool over = cpus > 0 && size > cpus;
+		long local = 0;
+		for (int r = 0; r < size; ++r)
+			local += rt.bootstrap->host(r) == rt.bootstrap->host(rank);
+		bool over = cpus > 0 && local > cpus;
 		if (const char *spin = knobValue("RMA_SPIN"); spin && std::strcmp(spin, "auto"))
 			over = !std::strcmp(spin, "yield");
 		SpinWait::setOversubscribed(over);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BootstrapBase: what every Bootstrap implementation shares (the rmarun
+ * client, the singleton, PMIx): argument checks of allgather() and the
+ * start-up exchange that learns every rank's pid and host. Internal to
+ * lib/bootstrap; the rest of librma sees only bootstrap.h.
+ */
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "bootstrap/bootstrap.h"
+
+namespace librma {
+
+/* Context id of the bootstrap's own collectives (the start-up exchanges); users get ctx > 0. */
+inline constexpr uint64_t kBootstrapCtx = 0;
+
+class BootstrapBase : public Bootstrap
+{
+public:
+	/* Checks the arguments (RMA_ERR_ARG, ctx 0 is reserved), then exchange(). */
+	int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+		      std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final;
+
+	/*
+	 * Set rank and size, then learn every rank's pid and host (collective
+	 * over the world, ctx 0 seq 0). Ranks with equal hostKey() share a
+	 * host index, numbered in order of first appearance. Returns
+	 * RMA_SUCCESS or the exchange's error.
+	 */
+	int init(int rank, int size);
+
+protected:
+	/* The exchange itself; arguments are checked. */
+	virtual int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) = 0;
+
+	/*
+	 * What this rank says about its host in the start-up exchange: equal
+	 * values mean shared memory. Default: a hash of the host name (right
+	 * for one host; launchers that know better override it).
+	 */
+	virtual uint64_t hostKey() const;
+
+	/* A start-up collective of the bootstrap itself (ctx 0; seq 0 is init's). */
+	int bootstrapExchange(uint64_t seq, std::span<const int> members, int myIndex, std::span<const std::byte> data,
+			      std::span<const int> fds, GatherResult &out)
+	{
+		return checkedExchange(kBootstrapCtx, seq, members, myIndex, data, fds, out);
+	}
+
+private:
+	int checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out);
+};
+
+} /* namespace librma */
