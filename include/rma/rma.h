@@ -193,6 +193,12 @@ typedef struct rma_status rma_status;
 #define RMA_MAX_INFO_VAL 1024
 #define RMA_MAX_OBJECT_NAME 128
 
+/* Results of rma_group_compare(). RMA_CONGRUENT is for communicators (not returned for groups). */
+#define RMA_IDENT 0
+#define RMA_CONGRUENT 1
+#define RMA_SIMILAR 2
+#define RMA_UNEQUAL 3
+
 /* Thread levels (rma_init_thread). */
 #define RMA_THREAD_SINGLE 0
 #define RMA_THREAD_FUNNELED 1
@@ -448,6 +454,35 @@ RMA_API int rma_group_incl(rma_group group, int n, const int ranks[], rma_group 
  * @return As rma_group_incl().
  */
 RMA_API int rma_group_excl(rma_group group, int n, const int ranks[], rma_group *newgroup);
+/**
+ * @brief New group of the ranks of @p group named by @p n triplets
+ *        (first, last, stride), in the order the triplets list them
+ *        (MPI_Group_range_incl).
+ *
+ * Triplet i names first, first + stride, ..., first + k * stride with
+ * k = floor((last - first) / stride): strides may be negative (first >=
+ * last then), and @p last need not itself be named ((0, 5, 2) names 0, 2, 4).
+ * Local; completes before returning. n = 0 gives RMA_GROUP_EMPTY.
+ * @return RMA_SUCCESS; RMA_ERR_GROUP; RMA_ERR_ARG for n < 0, NULL
+ *         @p ranges with n > 0 or NULL @p newgroup, a stride of 0, or a
+ *         stride pointing away from last (e.g. (3, 1, 1)), which names no
+ *         sequence; RMA_ERR_RANK when a named rank is outside the group or
+ *         named twice (the message gives the triplet and the rank).
+ */
+RMA_API int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup);
+/**
+ * @brief New group of the ranks of @p group not named by the triplets, in
+ *        their order in @p group (MPI_Group_range_excl).
+ * @return As rma_group_range_incl().
+ */
+RMA_API int rma_group_range_excl(rma_group group, int n, int ranges[][3], rma_group *newgroup);
+/**
+ * @brief Compare two groups: RMA_IDENT (same members in the same order),
+ *        RMA_SIMILAR (same members, another order), else RMA_UNEQUAL.
+ *        Two empty groups are RMA_IDENT. Local.
+ * @return RMA_SUCCESS; RMA_ERR_GROUP for an invalid group; RMA_ERR_ARG for a NULL @p result.
+ */
+RMA_API int rma_group_compare(rma_group group1, rma_group group2, int *result);
 /**
  * @brief For each ranks1[i] of group1, its rank in group2 (or RMA_UNDEFINED).
  *        RMA_PROC_NULL translates to RMA_PROC_NULL.

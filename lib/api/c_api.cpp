@@ -501,6 +501,129 @@ RMA_EXPORT int rma_group_excl(rma_group group, int n, const int ranks[], rma_gro
 	return RMA_SUCCESS;
 }
 
+namespace {
+
+/*
+ * Expand @n triplets of @g into the ranks they name, in triplet order,
+ * checking them as MPI says: a non-zero stride that moves from first
+ * towards last, and named ranks inside the group and distinct. Bounded by
+ * the group's size: a range that names more ranks fails on a repeat or an
+ * out-of-range rank first.
+ */
+int expandRanges(const char *call, const Group &g, int n, int ranges[][3], std::vector<int> &ranks,
+		 std::vector<char> &chosen)
+{
+	if (n < 0)
+		return makeError(RMA_ERR_ARG, "%s: n = %d is negative", call, n);
+	if (n > 0 && !ranges)
+		return makeError(RMA_ERR_ARG, "%s: ranges is NULL", call);
+	ranks.clear();
+	chosen.assign(g.size(), 0);
+	for (int i = 0; i < n; ++i) {
+		int64_t first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
+		if (stride == 0)
+			return makeError(RMA_ERR_ARG, "%s: ranges[%d] = (%lld, %lld, %lld) has stride 0", call, i,
+					 (long long)first, (long long)last, (long long)stride);
+		if ((stride > 0 && first > last) || (stride < 0 && first < last))
+			return makeError(RMA_ERR_ARG,
+					 "%s: ranges[%d] = (%lld, %lld, %lld): the stride points away from last, so "
+					 "the range names no rank",
+					 call, i, (long long)first, (long long)last, (long long)stride);
+		for (int64_t r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+			if (r < 0 || r >= g.size())
+				return makeError(RMA_ERR_RANK, "%s: ranges[%d] = (%lld, %lld, %lld) names rank %lld, not in 0..%d",
+						 call, i, (long long)first, (long long)last, (long long)stride, (long long)r,
+						 g.size() - 1);
+			if (chosen[r])
+				return makeError(RMA_ERR_RANK, "%s: ranges[%d] = (%lld, %lld, %lld) names rank %lld a second time",
+						 call, i, (long long)first, (long long)last, (long long)stride, (long long)r);
+			chosen[r] = 1;
+			ranks.push_back(static_cast<int>(r));
+		}
+	}
+	return RMA_SUCCESS;
+}
+
+rma_group insertGroup(std::vector<int> world)
+{
+	if (world.empty())
+		return RMA_GROUP_EMPTY;
+	return toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(std::move(world))));
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_range_incl");
+	if (!newgroup)
+		return nullArg("rma_group_range_incl", "newgroup");
+	std::vector<int> ranks;
+	std::vector<char> chosen;
+	int rc = expandRanges("rma_group_range_incl", *g, n, ranges, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	world.reserve(ranks.size());
+	for (int r : ranks)
+		world.push_back(g->worldRank(r));
+	rma_group out = insertGroup(std::move(world));
+	if (out == RMA_GROUP_NULL)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_incl: too many groups"));
+	*newgroup = out;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_range_excl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_range_excl");
+	if (!newgroup)
+		return nullArg("rma_group_range_excl", "newgroup");
+	std::vector<int> ranks;
+	std::vector<char> chosen;
+	int rc = expandRanges("rma_group_range_excl", *g, n, ranges, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	for (int r = 0; r < g->size(); ++r)
+		if (!chosen[r])
+			world.push_back(g->worldRank(r));
+	rma_group out = insertGroup(std::move(world));
+	if (out == RMA_GROUP_NULL)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_excl: too many groups"));
+	*newgroup = out;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_compare(rma_group group1, rma_group group2, int *result)
+{
+	Group *g1 = toGroup(group1);
+	Group *g2 = toGroup(group2);
+	if (!g1 || !g2)
+		return invalidGroup("rma_group_compare");
+	if (!result)
+		return nullArg("rma_group_compare", "result");
+	const std::vector<int> &a = g1->worldRanks();
+	const std::vector<int> &b = g2->worldRanks();
+	if (a == b) {
+		*result = RMA_IDENT;
+		return RMA_SUCCESS;
+	}
+	if (a.size() != b.size()) {
+		*result = RMA_UNEQUAL;
+		return RMA_SUCCESS;
+	}
+	std::vector<int> sa = a, sb = b;
+	std::sort(sa.begin(), sa.end());
+	std::sort(sb.begin(), sb.end());
+	*result = sa == sb ? RMA_SIMILAR : RMA_UNEQUAL;
+	return RMA_SUCCESS;
+}
+
 RMA_EXPORT int rma_group_translate_ranks(rma_group group1, int n, const int ranks1[], rma_group group2, int ranks2[])
 {
 	Group *g1 = toGroup(group1);
