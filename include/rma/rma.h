@@ -199,6 +199,9 @@ typedef struct rma_status rma_status;
 #define RMA_SIMILAR 2
 #define RMA_UNEQUAL 3
 
+/* Split types of rma_comm_split_type(). */
+#define RMA_COMM_TYPE_SHARED 1
+
 /* Thread levels (rma_init_thread). */
 #define RMA_THREAD_SINGLE 0
 #define RMA_THREAD_FUNNELED 1
@@ -241,6 +244,7 @@ typedef struct rma_status rma_status;
 #define RMA_ERR_BUFFER 1
 #define RMA_ERR_COUNT 2
 #define RMA_ERR_TYPE 3
+#define RMA_ERR_TAG 4
 #define RMA_ERR_COMM 5
 #define RMA_ERR_RANK 6
 #define RMA_ERR_REQUEST 7
@@ -423,6 +427,40 @@ RMA_API int rma_comm_size(rma_comm comm, int *size);
  *         than RMA_UNDEFINED.
  */
 RMA_API int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newcomm);
+/**
+ * @brief Partition @p comm by a property of its processes (MPI_Comm_split_type).
+ *
+ * RMA_COMM_TYPE_SHARED groups the processes of one host, which can map each
+ * other's memory (every rank of an rmarun job today); each part is ordered
+ * by (@p key, old rank). Collective over @p comm. A process passing
+ * RMA_UNDEFINED gets RMA_COMM_NULL. The new communicator inherits @p comm's
+ * error handler. @p info (may be RMA_INFO_NULL) carries no key librma uses.
+ * A process whose @p split_type or @p info is bad still takes part (as
+ * RMA_UNDEFINED) so that no peer waits forever, then returns the error.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_ARG for an unknown split type
+ *         or a NULL @p newcomm; RMA_ERR_INFO for an invalid info object;
+ *         RMA_ERR_PROC_FAILED if a member died.
+ */
+RMA_API int rma_comm_split_type(rma_comm comm, int split_type, int key, rma_info info, rma_comm *newcomm);
+/**
+ * @brief A communicator of the members of @p group, a subset of @p comm's
+ *        group, in @p group's order (MPI_Comm_create_group).
+ *
+ * Collective over the members of @p group only: the other processes of
+ * @p comm take no part and need not call. Calls that run at the same time
+ * on the same @p comm with overlapping groups must use different @p tag
+ * values; concurrent calls with disjoint groups may share one. A process
+ * not in @p group (e.g. RMA_GROUP_EMPTY) gets RMA_COMM_NULL at once (local).
+ * Every member must pass the same group (the same processes in the same
+ * order) and tag: members that disagree do not meet, and wait. The new
+ * communicator inherits @p comm's error handler. Costs one bootstrap
+ * collective over the members (none for a group of one).
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_GROUP for an invalid group or
+ *         one with a process outside @p comm; RMA_ERR_TAG for a negative
+ *         tag; RMA_ERR_ARG for a NULL @p newcomm; RMA_ERR_PROC_FAILED if a
+ *         member died.
+ */
+RMA_API int rma_comm_create_group(rma_comm comm, rma_group group, int tag, rma_comm *newcomm);
 /** @brief Duplicate @p comm (collective): same group, new context, same error handler. */
 RMA_API int rma_comm_dup(rma_comm comm, rma_comm *newcomm);
 /**

@@ -368,6 +368,71 @@ RMA_EXPORT int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newco
 	return RMA_SUCCESS;
 }
 
+RMA_EXPORT int rma_comm_split_type(rma_comm comm, int split_type, int key, rma_info info, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_split_type", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_split_type", "newcomm");
+	Runtime &rt = runtime();
+	const Info *inf;
+	bool badInfo = !resolveInfo(info, inf);
+	bool badType = split_type != RMA_COMM_TYPE_SHARED && split_type != RMA_UNDEFINED;
+	/* A bad argument still takes part, as RMA_UNDEFINED, so that no peer hangs. */
+	int color = badInfo || badType || split_type == RMA_UNDEFINED ? RMA_UNDEFINED
+								       : rt.bootstrap->host(rt.bootstrap->rank());
+	std::shared_ptr<Comm> out;
+	int rc = c->split(color, key, out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (badType)
+		return commError(comm, c,
+				 makeError(RMA_ERR_ARG,
+					   "rma_comm_split_type: split_type %d is not RMA_COMM_TYPE_SHARED (%d) or "
+					   "RMA_UNDEFINED",
+					   split_type, RMA_COMM_TYPE_SHARED));
+	if (badInfo)
+		return commError(comm, c, makeError(RMA_ERR_INFO, "rma_comm_split_type: not a valid info object"));
+	*newcomm = out ? toHandle<rma_comm>(runtime().comms.insert(std::move(out))) : RMA_COMM_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_create_group(rma_comm comm, rma_group group, int tag, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_create_group", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_create_group", "newcomm");
+	Group *g = toGroup(group);
+	if (!g)
+		return commError(comm, c, makeError(RMA_ERR_GROUP, "rma_comm_create_group: not a valid group"));
+	if (tag < 0)
+		return commError(comm, c, makeError(RMA_ERR_TAG, "rma_comm_create_group: tag %d is negative", tag));
+	for (int r = 0; r < g->size(); ++r) {
+		if (c->group()->rankOf(g->worldRank(r)) == RMA_UNDEFINED)
+			return commError(comm, c,
+					 makeError(RMA_ERR_GROUP,
+						   "rma_comm_create_group: member %d of the group (world rank %d) is not "
+						   "in the communicator",
+						   r, g->worldRank(r)));
+	}
+	std::shared_ptr<Comm> out;
+	int rc = c->createGroup(*g, tag, out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (!out) {
+		*newcomm = RMA_COMM_NULL;
+		return RMA_SUCCESS;
+	}
+	uintptr_t h = runtime().comms.insert(std::move(out));
+	if (h == 0)
+		return commError(comm, c, makeError(RMA_ERR_NO_MEM, "rma_comm_create_group: too many communicators"));
+	*newcomm = toHandle<rma_comm>(h);
+	return RMA_SUCCESS;
+}
+
 RMA_EXPORT int rma_comm_dup(rma_comm comm, rma_comm *newcomm)
 {
 	Comm *c = toComm(comm);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +75,15 @@ public:
 	/* Split by color/key (collective). Sets @out to nullptr for RMA_UNDEFINED. */
 	int split(int color, int key, std::shared_ptr<Comm> &out);
 
+	/*
+	 * A communicator of @group's members, in @group's order (collective
+	 * over those members only). @group must be a subset of this
+	 * communicator's group (the caller checks); a process outside it gets
+	 * nullptr without communicating. Calls of one member set and @tag on
+	 * this communicator meet in the order they are made.
+	 */
+	int createGroup(const Group &group, int tag, std::shared_ptr<Comm> &out);
+
 	std::shared_ptr<Errhandler> errhandler;
 	std::string name;
 
@@ -82,6 +92,8 @@ private:
 	int rank_;
 	uint64_t context_;
 	uint64_t sequence_ = 0;
+	/* createGroup() calls made so far, per (tag, member list) digest. */
+	std::map<uint64_t, uint64_t> groupSequence_;
 };
 
 /* An info object: keys in insertion order. */
