@@ -323,6 +323,18 @@ RMA_EXPORT int rma_win_get_errhandler(rma_win win, rma_errhandler *errhandler)
 	return RMA_SUCCESS;
 }
 
+RMA_EXPORT int rma_win_call_errhandler(rma_win win, int errorcode)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_call_errhandler", win);
+	/* Keep the handler alive even if a user handler replaces it on the window. */
+	std::shared_ptr<Errhandler> handler = w->errhandler;
+	if (handler)
+		(void)invokeWinErrhandler(*handler, win, errorcode);
+	return RMA_SUCCESS;
+}
+
 /* ---- Communicators -------------------------------------------------------- */
 
 RMA_EXPORT int rma_comm_rank(rma_comm comm, int *rank)
@@ -1006,6 +1018,26 @@ RMA_EXPORT int rma_win_detach(rma_win win, const void *base)
 	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
 }
 
+namespace {
+
+bool isPredefinedWinKeyval(int keyval) { return keyval >= RMA_WIN_BASE && keyval <= RMA_WIN_MODEL; }
+
+/* Run the delete callback of @e, cached on @win. */
+int deleteCallback(rma_win win, const AttributeSet::Entry &e)
+{
+	if (!e.key->winDelete)
+		return RMA_SUCCESS;
+	return e.key->winDelete(win, e.keyval, e.value, e.key->extraState);
+}
+
+[[gnu::cold]] int callbackFailed(const char *call, int keyval, int rc, const char *consequence)
+{
+	return makeError(RMA_ERR_OTHER, "%s: the delete callback of keyval %d returned %d; %s", call, keyval, rc,
+			 consequence);
+}
+
+} /* namespace */
+
 RMA_EXPORT int rma_win_free(rma_win *win)
 {
 	if (!win)
@@ -1013,6 +1045,19 @@ RMA_EXPORT int rma_win_free(rma_win *win)
 	Window *w = toWindow(*win);
 	if (!w)
 		return invalidWin("rma_win_free", *win);
+	/* Delete callbacks first, newest attribute first, while the window is still whole. */
+	while (const AttributeSet::Entry *newest = w->attributes.newest()) {
+		AttributeSet::Entry e = *newest; /* the callback may touch the set */
+		int rc = deleteCallback(*win, e);
+		w = toWindow(*win);
+		if (!w)
+			return invalidWin("rma_win_free", *win); /* a callback freed it */
+		if (rc != RMA_SUCCESS)
+			return winError(*win, w,
+					callbackFailed("rma_win_free", e.keyval, rc,
+						       "the window is not freed and keeps that attribute and older ones"));
+		w->attributes.erase(e.keyval);
+	}
 	int rc = w->free();
 	if (rc != RMA_SUCCESS && !w->released())
 		return winError(*win, w, rc);
@@ -1023,6 +1068,84 @@ RMA_EXPORT int rma_win_free(rma_win *win)
 	return rc;
 }
 
+RMA_EXPORT int rma_win_null_copy_fn(rma_win, int, void *, void *, void *, int *flag)
+{
+	if (flag)
+		*flag = 0;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_dup_fn(rma_win, int, void *, void *attribute_val_in, void *attribute_val_out, int *flag)
+{
+	if (attribute_val_out)
+		*static_cast<void **>(attribute_val_out) = attribute_val_in;
+	if (flag)
+		*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_null_delete_fn(rma_win, int, void *, void *) { return RMA_SUCCESS; }
+
+RMA_EXPORT int rma_win_create_keyval(rma_win_copy_attr_function *win_copy_attr_fn,
+				     rma_win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
+{
+	if (!win_keyval)
+		return nullArg("rma_win_create_keyval", "win_keyval");
+	auto key = std::make_shared<Keyval>();
+	key->kind = Keyval::Kind::Win;
+	key->winCopy = win_copy_attr_fn;
+	key->winDelete = win_delete_attr_fn;
+	key->extraState = extra_state;
+	int id = runtime().keyvals.create(std::move(key));
+	if (id == 0)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_win_create_keyval: all %u keyvals have been made",
+					   KeyvalRegistry::kMaxSerial));
+	*win_keyval = id;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_free_keyval(int *win_keyval)
+{
+	if (!win_keyval)
+		return nullArg("rma_win_free_keyval", "win_keyval");
+	if (isPredefinedWinKeyval(*win_keyval))
+		return selfError(makeError(RMA_ERR_KEYVAL, "rma_win_free_keyval: %d is a predefined keyval",
+					   *win_keyval));
+	if (!runtime().keyvals.free(Keyval::Kind::Win, *win_keyval))
+		return selfError(makeError(RMA_ERR_KEYVAL, "rma_win_free_keyval: %d is not a window keyval%s",
+					   *win_keyval, *win_keyval == RMA_KEYVAL_INVALID ? " (RMA_KEYVAL_INVALID)"
+											  : " (freed, or never made)"));
+	*win_keyval = RMA_KEYVAL_INVALID;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_set_attr(rma_win win, int win_keyval, void *attribute_val)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_set_attr", win);
+	if (isPredefinedWinKeyval(win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_set_attr: keyval %d is predefined and read-only",
+					  win_keyval));
+	std::shared_ptr<Keyval> key = runtime().keyvals.find(Keyval::Kind::Win, win_keyval);
+	if (!key || key->freed)
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_set_attr: %d is not a window keyval%s", win_keyval,
+					  key ? " any more (freed)" : ""));
+	if (const AttributeSet::Entry *old = w->attributes.find(win_keyval)) {
+		AttributeSet::Entry e = *old;
+		int rc = deleteCallback(win, e);
+		w = toWindow(win);
+		if (!w)
+			return invalidWin("rma_win_set_attr", win);
+		if (rc != RMA_SUCCESS)
+			return winError(win, w, callbackFailed("rma_win_set_attr", win_keyval, rc, "the old value stays"));
+	}
+	w->attributes.set(win_keyval, std::move(key), attribute_val);
+	return RMA_SUCCESS;
+}
+
 RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag)
 {
 	Window *w = toWindow(win);
@@ -1031,18 +1154,57 @@ RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val
 	if (!attribute_val || !flag)
 		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_attr: attribute_val or flag is NULL"));
 	void **out = static_cast<void **>(attribute_val);
-	*flag = 1;
 	switch (win_keyval) {
 	case RMA_WIN_BASE: *out = w->localBase(); break;
 	case RMA_WIN_SIZE: *out = const_cast<rma_aint *>(w->localSize()); break;
 	case RMA_WIN_DISP_UNIT: *out = const_cast<int *>(w->localDispUnit()); break;
 	case RMA_WIN_CREATE_FLAVOR: *out = const_cast<int *>(w->flavorAttr()); break;
 	case RMA_WIN_MODEL: *out = const_cast<int *>(w->modelAttr()); break;
-	default:
-		*flag = 0;
-		return winError(win, w,
-				makeError(RMA_ERR_KEYVAL, "rma_win_get_attr: %d is not a window attribute key", win_keyval));
+	default: {
+		if (!runtime().keyvals.find(Keyval::Kind::Win, win_keyval)) {
+			*flag = 0; /* as before keyvals existed: programs that test only flag see no attribute */
+			return winError(win, w,
+					makeError(RMA_ERR_KEYVAL,
+						  "rma_win_get_attr: %d is neither a predefined window attribute nor a "
+						  "window keyval",
+						  win_keyval));
+		}
+		const AttributeSet::Entry *e = w->attributes.find(win_keyval);
+		*flag = e ? 1 : 0;
+		if (e)
+			*out = e->value;
+		return RMA_SUCCESS;
 	}
+	}
+	*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_delete_attr(rma_win win, int win_keyval)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_delete_attr", win);
+	if (isPredefinedWinKeyval(win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: keyval %d is predefined and read-only",
+					  win_keyval));
+	if (!runtime().keyvals.find(Keyval::Kind::Win, win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: %d is not a window keyval", win_keyval));
+	const AttributeSet::Entry *old = w->attributes.find(win_keyval);
+	if (!old)
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: keyval %d has no value on this window",
+					  win_keyval));
+	AttributeSet::Entry e = *old;
+	int rc = deleteCallback(win, e);
+	w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_delete_attr", win);
+	if (rc != RMA_SUCCESS)
+		return winError(win, w, callbackFailed("rma_win_delete_attr", win_keyval, rc, "the attribute stays"));
+	w->attributes.erase(win_keyval);
 	return RMA_SUCCESS;
 }
 
