@@ -193,6 +193,18 @@ typedef struct rma_status rma_status;
 #define RMA_MAX_INFO_VAL 1024
 #define RMA_MAX_OBJECT_NAME 128
 
+/* Results of rma_group_compare(). RMA_CONGRUENT is for communicators (not returned for groups). */
+#define RMA_IDENT 0
+#define RMA_CONGRUENT 1
+#define RMA_SIMILAR 2
+#define RMA_UNEQUAL 3
+
+/* Split types of rma_comm_split_type(). */
+#define RMA_COMM_TYPE_SHARED 1
+
+/* A keyval no rma_win_create_keyval() returns; what rma_win_free_keyval() leaves. */
+#define RMA_KEYVAL_INVALID (-1)
+
 /* Thread levels (rma_init_thread). */
 #define RMA_THREAD_SINGLE 0
 #define RMA_THREAD_FUNNELED 1
@@ -235,6 +247,7 @@ typedef struct rma_status rma_status;
 #define RMA_ERR_BUFFER 1
 #define RMA_ERR_COUNT 2
 #define RMA_ERR_TYPE 3
+#define RMA_ERR_TAG 4
 #define RMA_ERR_COMM 5
 #define RMA_ERR_RANK 6
 #define RMA_ERR_REQUEST 7
@@ -398,6 +411,19 @@ RMA_API int rma_comm_get_errhandler(rma_comm comm, rma_errhandler *errhandler);
 RMA_API int rma_win_set_errhandler(rma_win win, rma_errhandler errhandler);
 /** @brief The error handler of a window. RMA_ERR_WIN for an invalid window. */
 RMA_API int rma_win_get_errhandler(rma_win win, rma_errhandler *errhandler);
+/**
+ * @brief Invoke the error handler of @p win with @p errorcode, as a failing
+ *        call on the window would (MPI_Win_call_errhandler).
+ *
+ * @p errorcode may be any value (a librma code, a class, or the
+ * application's own number); it is passed to a user handler unchanged.
+ * RMA_ERRORS_ARE_FATAL and RMA_ERRORS_ABORT print the code's message and end
+ * the job (the call does not return). Local; completes before returning.
+ * @return RMA_SUCCESS once the handler has returned (RMA_ERRORS_RETURN and
+ *         user handlers), whatever @p errorcode is; RMA_ERR_WIN for an
+ *         invalid window (raised on RMA_COMM_SELF).
+ */
+RMA_API int rma_win_call_errhandler(rma_win win, int errorcode);
 
 /* ------------------------------------------------------------------------ */
 /* Communicators and groups                                                 */
@@ -417,6 +443,40 @@ RMA_API int rma_comm_size(rma_comm comm, int *size);
  *         than RMA_UNDEFINED.
  */
 RMA_API int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newcomm);
+/**
+ * @brief Partition @p comm by a property of its processes (MPI_Comm_split_type).
+ *
+ * RMA_COMM_TYPE_SHARED groups the processes of one host, which can map each
+ * other's memory (every rank of an rmarun job today); each part is ordered
+ * by (@p key, old rank). Collective over @p comm. A process passing
+ * RMA_UNDEFINED gets RMA_COMM_NULL. The new communicator inherits @p comm's
+ * error handler. @p info (may be RMA_INFO_NULL) carries no key librma uses.
+ * A process whose @p split_type or @p info is bad still takes part (as
+ * RMA_UNDEFINED) so that no peer waits forever, then returns the error.
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_ARG for an unknown split type
+ *         or a NULL @p newcomm; RMA_ERR_INFO for an invalid info object;
+ *         RMA_ERR_PROC_FAILED if a member died.
+ */
+RMA_API int rma_comm_split_type(rma_comm comm, int split_type, int key, rma_info info, rma_comm *newcomm);
+/**
+ * @brief A communicator of the members of @p group, a subset of @p comm's
+ *        group, in @p group's order (MPI_Comm_create_group).
+ *
+ * Collective over the members of @p group only: the other processes of
+ * @p comm take no part and need not call. Calls that run at the same time
+ * on the same @p comm with overlapping groups must use different @p tag
+ * values; concurrent calls with disjoint groups may share one. A process
+ * not in @p group (e.g. RMA_GROUP_EMPTY) gets RMA_COMM_NULL at once (local).
+ * Every member must pass the same group (the same processes in the same
+ * order) and tag: members that disagree do not meet, and wait. The new
+ * communicator inherits @p comm's error handler. Costs one bootstrap
+ * collective over the members (none for a group of one).
+ * @return RMA_SUCCESS; RMA_ERR_COMM; RMA_ERR_GROUP for an invalid group or
+ *         one with a process outside @p comm; RMA_ERR_TAG for a negative
+ *         tag; RMA_ERR_ARG for a NULL @p newcomm; RMA_ERR_PROC_FAILED if a
+ *         member died.
+ */
+RMA_API int rma_comm_create_group(rma_comm comm, rma_group group, int tag, rma_comm *newcomm);
 /** @brief Duplicate @p comm (collective): same group, new context, same error handler. */
 RMA_API int rma_comm_dup(rma_comm comm, rma_comm *newcomm);
 /**
@@ -448,6 +508,35 @@ RMA_API int rma_group_incl(rma_group group, int n, const int ranks[], rma_group 
  * @return As rma_group_incl().
  */
 RMA_API int rma_group_excl(rma_group group, int n, const int ranks[], rma_group *newgroup);
+/**
+ * @brief New group of the ranks of @p group named by @p n triplets
+ *        (first, last, stride), in the order the triplets list them
+ *        (MPI_Group_range_incl).
+ *
+ * Triplet i names first, first + stride, ..., first + k * stride with
+ * k = floor((last - first) / stride): strides may be negative (first >=
+ * last then), and @p last need not itself be named ((0, 5, 2) names 0, 2, 4).
+ * Local; completes before returning. n = 0 gives RMA_GROUP_EMPTY.
+ * @return RMA_SUCCESS; RMA_ERR_GROUP; RMA_ERR_ARG for n < 0, NULL
+ *         @p ranges with n > 0 or NULL @p newgroup, a stride of 0, or a
+ *         stride pointing away from last (e.g. (3, 1, 1)), which names no
+ *         sequence; RMA_ERR_RANK when a named rank is outside the group or
+ *         named twice (the message gives the triplet and the rank).
+ */
+RMA_API int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup);
+/**
+ * @brief New group of the ranks of @p group not named by the triplets, in
+ *        their order in @p group (MPI_Group_range_excl).
+ * @return As rma_group_range_incl().
+ */
+RMA_API int rma_group_range_excl(rma_group group, int n, int ranges[][3], rma_group *newgroup);
+/**
+ * @brief Compare two groups: RMA_IDENT (same members in the same order),
+ *        RMA_SIMILAR (same members, another order), else RMA_UNEQUAL.
+ *        Two empty groups are RMA_IDENT. Local.
+ * @return RMA_SUCCESS; RMA_ERR_GROUP for an invalid group; RMA_ERR_ARG for a NULL @p result.
+ */
+RMA_API int rma_group_compare(rma_group group1, rma_group group2, int *result);
 /**
  * @brief For each ranks1[i] of group1, its rank in group2 (or RMA_UNDEFINED).
  *        RMA_PROC_NULL translates to RMA_PROC_NULL.
@@ -968,20 +1057,114 @@ RMA_API int rma_win_detach(rma_win win, const void *base);
  * If a member has died, the window is released here without waiting for
  * the others (open epochs included), *win is set to RMA_WIN_NULL, and the
  * call returns RMA_ERR_PROC_FAILED (through the window's error handler).
+ *
+ * First, before any communication and while @p win is still valid, the
+ * delete callback of every attribute cached on the window runs, newest
+ * first (the reverse of the order they were set). If one fails, the call
+ * returns RMA_ERR_OTHER at once: that attribute and the older ones stay,
+ * the window is not freed, and the peers wait in their rma_win_free until
+ * this process calls it again (as MPI makes such a program erroneous).
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RMA_SYNC if this process has
  *         operations that no synchronization has completed yet;
- *         RMA_ERR_PROC_FAILED as above.
+ *         RMA_ERR_OTHER if a delete callback fails; RMA_ERR_PROC_FAILED as above.
  */
 RMA_API int rma_win_free(rma_win *win);
 
+/* ---- Window attributes and keyvals (MPI's caching) ----------------------- */
+/*
+ * An application caches a pointer-sized value on a window under a keyval it
+ * made with rma_win_create_keyval(); the predefined keyvals RMA_WIN_BASE ...
+ * RMA_WIN_MODEL are read-only. Every call here is local and completes before
+ * returning; callbacks run in the calling thread, and may call librma
+ * (except to set or delete attributes of the window whose callback runs).
+ */
+
 /**
- * @brief Window attributes, as MPI_Win_get_attr: @p attribute_val receives a
- *        pointer to the value (void* for RMA_WIN_BASE, rma_aint* for SIZE,
- *        int* for DISP_UNIT, CREATE_FLAVOR and MODEL).
- * @return RMA_SUCCESS with *flag = 1; RMA_ERR_KEYVAL for a keyval that is
- *         not a window attribute key; RMA_ERR_WIN.
+ * Copy callback of a window keyval (MPI_Win_copy_attr_function). Windows
+ * are never duplicated, so librma never calls it; it is kept for MPI's
+ * signature.
+ */
+typedef int rma_win_copy_attr_function(rma_win oldwin, int win_keyval, void *extra_state,
+				       void *attribute_val_in, void *attribute_val_out, int *flag);
+/**
+ * Delete callback of a window keyval (MPI_Win_delete_attr_function): called
+ * with the value when the attribute is deleted, replaced, or its window
+ * freed. Return RMA_SUCCESS; any other value makes that call fail.
+ */
+typedef int rma_win_delete_attr_function(rma_win win, int win_keyval, void *attribute_val, void *extra_state);
+
+/** @brief The copy callback that copies nothing (*flag = 0); always RMA_SUCCESS. */
+RMA_API int rma_win_null_copy_fn(rma_win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+				 void *attribute_val_out, int *flag);
+/** @brief The copy callback that copies the value (*flag = 1); always RMA_SUCCESS. */
+RMA_API int rma_win_dup_fn(rma_win oldwin, int win_keyval, void *extra_state, void *attribute_val_in,
+			   void *attribute_val_out, int *flag);
+/** @brief The delete callback that does nothing; always RMA_SUCCESS. */
+RMA_API int rma_win_null_delete_fn(rma_win win, int win_keyval, void *attribute_val, void *extra_state);
+#define RMA_WIN_NULL_COPY_FN rma_win_null_copy_fn
+#define RMA_WIN_DUP_FN rma_win_dup_fn
+#define RMA_WIN_NULL_DELETE_FN rma_win_null_delete_fn
+
+/**
+ * @brief A new window keyval (MPI_Win_create_keyval).
+ * @param[in] win_copy_attr_fn    Copy callback (NULL means RMA_WIN_NULL_COPY_FN).
+ * @param[in] win_delete_attr_fn  Delete callback (NULL means RMA_WIN_NULL_DELETE_FN).
+ * @param[out] win_keyval         The keyval: a positive number, never
+ *                                RMA_KEYVAL_INVALID nor a predefined key,
+ *                                never handed out again in this process.
+ * @param[in] extra_state         Passed to both callbacks.
+ * @return RMA_SUCCESS; RMA_ERR_ARG for a NULL @p win_keyval; RMA_ERR_NO_MEM
+ *         when 2^24 keyvals have been made (errors go to RMA_COMM_SELF).
+ */
+RMA_API int rma_win_create_keyval(rma_win_copy_attr_function *win_copy_attr_fn,
+				  rma_win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state);
+
+/**
+ * @brief Free a window keyval; sets *win_keyval to RMA_KEYVAL_INVALID.
+ *
+ * Attributes already set with it stay until deleted or their window is
+ * freed (their delete callback still runs then), and until then the keyval
+ * may still be used to get or delete them; it can no longer set one.
+ * @return RMA_SUCCESS; RMA_ERR_ARG for NULL; RMA_ERR_KEYVAL for a predefined,
+ *         freed or unknown keyval (errors go to RMA_COMM_SELF).
+ */
+RMA_API int rma_win_free_keyval(int *win_keyval);
+
+/**
+ * @brief Cache @p attribute_val on @p win under @p win_keyval (MPI_Win_set_attr).
+ *
+ * A value already set under the keyval is deleted first (its delete
+ * callback runs); if that callback fails, the old value stays and the call
+ * fails.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_KEYVAL for a predefined, freed or
+ *         unknown keyval; RMA_ERR_OTHER if the delete callback of the old
+ *         value fails (the message gives its return value).
+ */
+RMA_API int rma_win_set_attr(rma_win win, int win_keyval, void *attribute_val);
+
+/**
+ * @brief An attribute of @p win (MPI_Win_get_attr): *(void **)@p attribute_val
+ *        receives the value and *@p flag 1, or *@p flag is 0 if none is set.
+ *
+ * For the predefined keyvals the value is a pointer: void* for RMA_WIN_BASE
+ * (RMA_BOTTOM for a dynamic window), rma_aint* for RMA_WIN_SIZE (0 for
+ * dynamic), int* for RMA_WIN_DISP_UNIT, RMA_WIN_CREATE_FLAVOR and
+ * RMA_WIN_MODEL; they are always set. For a keyval of
+ * rma_win_create_keyval() it is the pointer that was set.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_ARG for NULL outputs;
+ *         RMA_ERR_KEYVAL for a keyval that is neither predefined nor a live
+ *         (or still referenced) window keyval (*@p flag is set to 0 then).
  */
 RMA_API int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag);
+
+/**
+ * @brief Delete the attribute @p win_keyval of @p win (MPI_Win_delete_attr):
+ *        its delete callback runs, then the value is gone.
+ * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_KEYVAL for a predefined or unknown
+ *         keyval, or one with no value on @p win; RMA_ERR_OTHER if the delete
+ *         callback fails (the attribute then stays).
+ */
+RMA_API int rma_win_delete_attr(rma_win win, int win_keyval);
 
 /** @brief The group of a window (free it with rma_group_free). */
 RMA_API int rma_win_get_group(rma_win win, rma_group *group);

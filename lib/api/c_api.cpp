@@ -323,6 +323,18 @@ RMA_EXPORT int rma_win_get_errhandler(rma_win win, rma_errhandler *errhandler)
 	return RMA_SUCCESS;
 }
 
+RMA_EXPORT int rma_win_call_errhandler(rma_win win, int errorcode)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_call_errhandler", win);
+	/* Keep the handler alive even if a user handler replaces it on the window. */
+	std::shared_ptr<Errhandler> handler = w->errhandler;
+	if (handler)
+		(void)invokeWinErrhandler(*handler, win, errorcode);
+	return RMA_SUCCESS;
+}
+
 /* ---- Communicators -------------------------------------------------------- */
 
 RMA_EXPORT int rma_comm_rank(rma_comm comm, int *rank)
@@ -365,6 +377,71 @@ RMA_EXPORT int rma_comm_split(rma_comm comm, int color, int key, rma_comm *newco
 				 makeError(RMA_ERR_ARG, "rma_comm_split: color %d is negative (only RMA_UNDEFINED may be)",
 					   color));
 	*newcomm = out ? toHandle<rma_comm>(runtime().comms.insert(std::move(out))) : RMA_COMM_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_split_type(rma_comm comm, int split_type, int key, rma_info info, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_split_type", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_split_type", "newcomm");
+	Runtime &rt = runtime();
+	const Info *inf;
+	bool badInfo = !resolveInfo(info, inf);
+	bool badType = split_type != RMA_COMM_TYPE_SHARED && split_type != RMA_UNDEFINED;
+	/* A bad argument still takes part, as RMA_UNDEFINED, so that no peer hangs. */
+	int color = badInfo || badType || split_type == RMA_UNDEFINED ? RMA_UNDEFINED
+								       : rt.bootstrap->host(rt.bootstrap->rank());
+	std::shared_ptr<Comm> out;
+	int rc = c->split(color, key, out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (badType)
+		return commError(comm, c,
+				 makeError(RMA_ERR_ARG,
+					   "rma_comm_split_type: split_type %d is not RMA_COMM_TYPE_SHARED (%d) or "
+					   "RMA_UNDEFINED",
+					   split_type, RMA_COMM_TYPE_SHARED));
+	if (badInfo)
+		return commError(comm, c, makeError(RMA_ERR_INFO, "rma_comm_split_type: not a valid info object"));
+	*newcomm = out ? toHandle<rma_comm>(runtime().comms.insert(std::move(out))) : RMA_COMM_NULL;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_comm_create_group(rma_comm comm, rma_group group, int tag, rma_comm *newcomm)
+{
+	Comm *c = toComm(comm);
+	if (!c)
+		return invalidComm("rma_comm_create_group", comm);
+	if (!newcomm)
+		return nullArg("rma_comm_create_group", "newcomm");
+	Group *g = toGroup(group);
+	if (!g)
+		return commError(comm, c, makeError(RMA_ERR_GROUP, "rma_comm_create_group: not a valid group"));
+	if (tag < 0)
+		return commError(comm, c, makeError(RMA_ERR_TAG, "rma_comm_create_group: tag %d is negative", tag));
+	for (int r = 0; r < g->size(); ++r) {
+		if (c->group()->rankOf(g->worldRank(r)) == RMA_UNDEFINED)
+			return commError(comm, c,
+					 makeError(RMA_ERR_GROUP,
+						   "rma_comm_create_group: member %d of the group (world rank %d) is not "
+						   "in the communicator",
+						   r, g->worldRank(r)));
+	}
+	std::shared_ptr<Comm> out;
+	int rc = c->createGroup(*g, tag, out);
+	if (rc != RMA_SUCCESS)
+		return commError(comm, c, rc);
+	if (!out) {
+		*newcomm = RMA_COMM_NULL;
+		return RMA_SUCCESS;
+	}
+	uintptr_t h = runtime().comms.insert(std::move(out));
+	if (h == 0)
+		return commError(comm, c, makeError(RMA_ERR_NO_MEM, "rma_comm_create_group: too many communicators"));
+	*newcomm = toHandle<rma_comm>(h);
 	return RMA_SUCCESS;
 }
 
@@ -498,6 +575,129 @@ RMA_EXPORT int rma_group_excl(rma_group group, int n, const int ranks[], rma_gro
 			world.push_back(g->worldRank(r));
 	*newgroup = world.empty() ? RMA_GROUP_EMPTY
 				  : toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(std::move(world))));
+	return RMA_SUCCESS;
+}
+
+namespace {
+
+/*
+ * Expand @n triplets of @g into the ranks they name, in triplet order,
+ * checking them as MPI says: a non-zero stride that moves from first
+ * towards last, and named ranks inside the group and distinct. Bounded by
+ * the group's size: a range that names more ranks fails on a repeat or an
+ * out-of-range rank first.
+ */
+int expandRanges(const char *call, const Group &g, int n, int ranges[][3], std::vector<int> &ranks,
+		 std::vector<char> &chosen)
+{
+	if (n < 0)
+		return makeError(RMA_ERR_ARG, "%s: n = %d is negative", call, n);
+	if (n > 0 && !ranges)
+		return makeError(RMA_ERR_ARG, "%s: ranges is NULL", call);
+	ranks.clear();
+	chosen.assign(g.size(), 0);
+	for (int i = 0; i < n; ++i) {
+		int64_t first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
+		if (stride == 0)
+			return makeError(RMA_ERR_ARG, "%s: ranges[%d] = (%lld, %lld, %lld) has stride 0", call, i,
+					 (long long)first, (long long)last, (long long)stride);
+		if ((stride > 0 && first > last) || (stride < 0 && first < last))
+			return makeError(RMA_ERR_ARG,
+					 "%s: ranges[%d] = (%lld, %lld, %lld): the stride points away from last, so "
+					 "the range names no rank",
+					 call, i, (long long)first, (long long)last, (long long)stride);
+		for (int64_t r = first; stride > 0 ? r <= last : r >= last; r += stride) {
+			if (r < 0 || r >= g.size())
+				return makeError(RMA_ERR_RANK, "%s: ranges[%d] = (%lld, %lld, %lld) names rank %lld, not in 0..%d",
+						 call, i, (long long)first, (long long)last, (long long)stride, (long long)r,
+						 g.size() - 1);
+			if (chosen[r])
+				return makeError(RMA_ERR_RANK, "%s: ranges[%d] = (%lld, %lld, %lld) names rank %lld a second time",
+						 call, i, (long long)first, (long long)last, (long long)stride, (long long)r);
+			chosen[r] = 1;
+			ranks.push_back(static_cast<int>(r));
+		}
+	}
+	return RMA_SUCCESS;
+}
+
+rma_group insertGroup(std::vector<int> world)
+{
+	if (world.empty())
+		return RMA_GROUP_EMPTY;
+	return toHandle<rma_group>(runtime().groups.insert(std::make_shared<Group>(std::move(world))));
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_range_incl");
+	if (!newgroup)
+		return nullArg("rma_group_range_incl", "newgroup");
+	std::vector<int> ranks;
+	std::vector<char> chosen;
+	int rc = expandRanges("rma_group_range_incl", *g, n, ranges, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	world.reserve(ranks.size());
+	for (int r : ranks)
+		world.push_back(g->worldRank(r));
+	rma_group out = insertGroup(std::move(world));
+	if (out == RMA_GROUP_NULL)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_incl: too many groups"));
+	*newgroup = out;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_range_excl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+{
+	Group *g = toGroup(group);
+	if (!g)
+		return invalidGroup("rma_group_range_excl");
+	if (!newgroup)
+		return nullArg("rma_group_range_excl", "newgroup");
+	std::vector<int> ranks;
+	std::vector<char> chosen;
+	int rc = expandRanges("rma_group_range_excl", *g, n, ranges, ranks, chosen);
+	if (rc != RMA_SUCCESS)
+		return selfError(rc);
+	std::vector<int> world;
+	for (int r = 0; r < g->size(); ++r)
+		if (!chosen[r])
+			world.push_back(g->worldRank(r));
+	rma_group out = insertGroup(std::move(world));
+	if (out == RMA_GROUP_NULL)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_excl: too many groups"));
+	*newgroup = out;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_group_compare(rma_group group1, rma_group group2, int *result)
+{
+	Group *g1 = toGroup(group1);
+	Group *g2 = toGroup(group2);
+	if (!g1 || !g2)
+		return invalidGroup("rma_group_compare");
+	if (!result)
+		return nullArg("rma_group_compare", "result");
+	const std::vector<int> &a = g1->worldRanks();
+	const std::vector<int> &b = g2->worldRanks();
+	if (a == b) {
+		*result = RMA_IDENT;
+		return RMA_SUCCESS;
+	}
+	if (a.size() != b.size()) {
+		*result = RMA_UNEQUAL;
+		return RMA_SUCCESS;
+	}
+	std::vector<int> sa = a, sb = b;
+	std::sort(sa.begin(), sa.end());
+	std::sort(sb.begin(), sb.end());
+	*result = sa == sb ? RMA_SIMILAR : RMA_UNEQUAL;
 	return RMA_SUCCESS;
 }
 
@@ -818,6 +1018,26 @@ RMA_EXPORT int rma_win_detach(rma_win win, const void *base)
 	return rc == RMA_SUCCESS ? rc : winError(win, w, rc);
 }
 
+namespace {
+
+bool isPredefinedWinKeyval(int keyval) { return keyval >= RMA_WIN_BASE && keyval <= RMA_WIN_MODEL; }
+
+/* Run the delete callback of @e, cached on @win. */
+int deleteCallback(rma_win win, const AttributeSet::Entry &e)
+{
+	if (!e.key->winDelete)
+		return RMA_SUCCESS;
+	return e.key->winDelete(win, e.keyval, e.value, e.key->extraState);
+}
+
+[[gnu::cold]] int callbackFailed(const char *call, int keyval, int rc, const char *consequence)
+{
+	return makeError(RMA_ERR_OTHER, "%s: the delete callback of keyval %d returned %d; %s", call, keyval, rc,
+			 consequence);
+}
+
+} /* namespace */
+
 RMA_EXPORT int rma_win_free(rma_win *win)
 {
 	if (!win)
@@ -825,6 +1045,19 @@ RMA_EXPORT int rma_win_free(rma_win *win)
 	Window *w = toWindow(*win);
 	if (!w)
 		return invalidWin("rma_win_free", *win);
+	/* Delete callbacks first, newest attribute first, while the window is still whole. */
+	while (const AttributeSet::Entry *newest = w->attributes.newest()) {
+		AttributeSet::Entry e = *newest; /* the callback may touch the set */
+		int rc = deleteCallback(*win, e);
+		w = toWindow(*win);
+		if (!w)
+			return invalidWin("rma_win_free", *win); /* a callback freed it */
+		if (rc != RMA_SUCCESS)
+			return winError(*win, w,
+					callbackFailed("rma_win_free", e.keyval, rc,
+						       "the window is not freed and keeps that attribute and older ones"));
+		w->attributes.erase(e.keyval);
+	}
 	int rc = w->free();
 	if (rc != RMA_SUCCESS && !w->released())
 		return winError(*win, w, rc);
@@ -835,6 +1068,84 @@ RMA_EXPORT int rma_win_free(rma_win *win)
 	return rc;
 }
 
+RMA_EXPORT int rma_win_null_copy_fn(rma_win, int, void *, void *, void *, int *flag)
+{
+	if (flag)
+		*flag = 0;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_dup_fn(rma_win, int, void *, void *attribute_val_in, void *attribute_val_out, int *flag)
+{
+	if (attribute_val_out)
+		*static_cast<void **>(attribute_val_out) = attribute_val_in;
+	if (flag)
+		*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_null_delete_fn(rma_win, int, void *, void *) { return RMA_SUCCESS; }
+
+RMA_EXPORT int rma_win_create_keyval(rma_win_copy_attr_function *win_copy_attr_fn,
+				     rma_win_delete_attr_function *win_delete_attr_fn, int *win_keyval, void *extra_state)
+{
+	if (!win_keyval)
+		return nullArg("rma_win_create_keyval", "win_keyval");
+	auto key = std::make_shared<Keyval>();
+	key->kind = Keyval::Kind::Win;
+	key->winCopy = win_copy_attr_fn;
+	key->winDelete = win_delete_attr_fn;
+	key->extraState = extra_state;
+	int id = runtime().keyvals.create(std::move(key));
+	if (id == 0)
+		return selfError(makeError(RMA_ERR_NO_MEM, "rma_win_create_keyval: all %u keyvals have been made",
+					   KeyvalRegistry::kMaxSerial));
+	*win_keyval = id;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_free_keyval(int *win_keyval)
+{
+	if (!win_keyval)
+		return nullArg("rma_win_free_keyval", "win_keyval");
+	if (isPredefinedWinKeyval(*win_keyval))
+		return selfError(makeError(RMA_ERR_KEYVAL, "rma_win_free_keyval: %d is a predefined keyval",
+					   *win_keyval));
+	if (!runtime().keyvals.free(Keyval::Kind::Win, *win_keyval))
+		return selfError(makeError(RMA_ERR_KEYVAL, "rma_win_free_keyval: %d is not a window keyval%s",
+					   *win_keyval, *win_keyval == RMA_KEYVAL_INVALID ? " (RMA_KEYVAL_INVALID)"
+											  : " (freed, or never made)"));
+	*win_keyval = RMA_KEYVAL_INVALID;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_set_attr(rma_win win, int win_keyval, void *attribute_val)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_set_attr", win);
+	if (isPredefinedWinKeyval(win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_set_attr: keyval %d is predefined and read-only",
+					  win_keyval));
+	std::shared_ptr<Keyval> key = runtime().keyvals.find(Keyval::Kind::Win, win_keyval);
+	if (!key || key->freed)
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_set_attr: %d is not a window keyval%s", win_keyval,
+					  key ? " any more (freed)" : ""));
+	if (const AttributeSet::Entry *old = w->attributes.find(win_keyval)) {
+		AttributeSet::Entry e = *old;
+		int rc = deleteCallback(win, e);
+		w = toWindow(win);
+		if (!w)
+			return invalidWin("rma_win_set_attr", win);
+		if (rc != RMA_SUCCESS)
+			return winError(win, w, callbackFailed("rma_win_set_attr", win_keyval, rc, "the old value stays"));
+	}
+	w->attributes.set(win_keyval, std::move(key), attribute_val);
+	return RMA_SUCCESS;
+}
+
 RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val, int *flag)
 {
 	Window *w = toWindow(win);
@@ -843,18 +1154,57 @@ RMA_EXPORT int rma_win_get_attr(rma_win win, int win_keyval, void *attribute_val
 	if (!attribute_val || !flag)
 		return winError(win, w, makeError(RMA_ERR_ARG, "rma_win_get_attr: attribute_val or flag is NULL"));
 	void **out = static_cast<void **>(attribute_val);
-	*flag = 1;
 	switch (win_keyval) {
 	case RMA_WIN_BASE: *out = w->localBase(); break;
 	case RMA_WIN_SIZE: *out = const_cast<rma_aint *>(w->localSize()); break;
 	case RMA_WIN_DISP_UNIT: *out = const_cast<int *>(w->localDispUnit()); break;
 	case RMA_WIN_CREATE_FLAVOR: *out = const_cast<int *>(w->flavorAttr()); break;
 	case RMA_WIN_MODEL: *out = const_cast<int *>(w->modelAttr()); break;
-	default:
-		*flag = 0;
-		return winError(win, w,
-				makeError(RMA_ERR_KEYVAL, "rma_win_get_attr: %d is not a window attribute key", win_keyval));
+	default: {
+		if (!runtime().keyvals.find(Keyval::Kind::Win, win_keyval)) {
+			*flag = 0; /* as before keyvals existed: programs that test only flag see no attribute */
+			return winError(win, w,
+					makeError(RMA_ERR_KEYVAL,
+						  "rma_win_get_attr: %d is neither a predefined window attribute nor a "
+						  "window keyval",
+						  win_keyval));
+		}
+		const AttributeSet::Entry *e = w->attributes.find(win_keyval);
+		*flag = e ? 1 : 0;
+		if (e)
+			*out = e->value;
+		return RMA_SUCCESS;
 	}
+	}
+	*flag = 1;
+	return RMA_SUCCESS;
+}
+
+RMA_EXPORT int rma_win_delete_attr(rma_win win, int win_keyval)
+{
+	Window *w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_delete_attr", win);
+	if (isPredefinedWinKeyval(win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: keyval %d is predefined and read-only",
+					  win_keyval));
+	if (!runtime().keyvals.find(Keyval::Kind::Win, win_keyval))
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: %d is not a window keyval", win_keyval));
+	const AttributeSet::Entry *old = w->attributes.find(win_keyval);
+	if (!old)
+		return winError(win, w,
+				makeError(RMA_ERR_KEYVAL, "rma_win_delete_attr: keyval %d has no value on this window",
+					  win_keyval));
+	AttributeSet::Entry e = *old;
+	int rc = deleteCallback(win, e);
+	w = toWindow(win);
+	if (!w)
+		return invalidWin("rma_win_delete_attr", win);
+	if (rc != RMA_SUCCESS)
+		return winError(win, w, callbackFailed("rma_win_delete_attr", win_keyval, rc, "the attribute stays"));
+	w->attributes.erase(win_keyval);
 	return RMA_SUCCESS;
 }
 

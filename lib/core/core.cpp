@@ -110,6 +110,63 @@ int Comm::split(int color, int key, std::shared_ptr<Comm> &newComm)
 	return RMA_SUCCESS;
 }
 
+namespace {
+
+/* FNV-1a over 64-bit words. */
+uint64_t digest(uint64_t hash, uint64_t word)
+{
+	for (int i = 0; i < 8; ++i) {
+		hash ^= (word >> (8 * i)) & 0xff;
+		hash *= 0x100000001b3ull;
+	}
+	return hash;
+}
+
+} /* namespace */
+
+int Comm::createGroup(const Group &group, int tag, std::shared_ptr<Comm> &newComm)
+{
+	newComm = nullptr;
+	Runtime &rt = runtime();
+	int myIndex = group.rankOf(rt.bootstrap->rank());
+	if (myIndex == RMA_UNDEFINED)
+		return RMA_SUCCESS; /* not a member: local, as MPI says */
+
+	/*
+	 * Only the group's members meet, so this communicator's own sequence
+	 * (which every member of it advances) cannot number the meeting. The
+	 * key is a digest of (context, tag, members), with the top bit set so
+	 * that it never equals the context of a communicator; the sequence
+	 * counts the calls with that key. Members of one call compute the same
+	 * pair; the bootstrap refuses a pair met with other member lists.
+	 */
+	uint64_t key = digest(0xcbf29ce484222325ull, context_);
+	key = digest(key, static_cast<uint32_t>(tag));
+	for (int w : group.worldRanks())
+		key = digest(key, static_cast<uint32_t>(w));
+	key |= 1ull << 63;
+	uint64_t seq = groupSequence_[key]++;
+
+	uint64_t context;
+	if (group.size() == 1) {
+		/* Nothing to meet. A one-member communicator never reaches the bootstrap, so any context works. */
+		static uint64_t localInstance = 0;
+		context = (1ull << 62) | ++localInstance;
+	} else {
+		GatherResult out;
+		crossProcessEdge(); /* ThreadSanitizer: see common/tsan.h */
+		int rc = rt.bootstrap->allgather(key, seq, group.worldRanks(), myIndex, {}, {}, out);
+		crossProcessEdge();
+		if (rc != RMA_SUCCESS)
+			return rc;
+		/* The instance is unique to this meeting across the job: a fresh context, as in split(). */
+		context = out.instance << 24;
+	}
+	newComm = std::make_shared<Comm>(std::make_shared<const Group>(group.worldRanks()), myIndex, context);
+	newComm->errhandler = errhandler;
+	return RMA_SUCCESS;
+}
+
 /* ---- Info ----------------------------------------------------------------- */
 
 const std::string *Info::get(std::string_view key) const

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -74,6 +76,15 @@ public:
 	/* Split by color/key (collective). Sets @out to nullptr for RMA_UNDEFINED. */
 	int split(int color, int key, std::shared_ptr<Comm> &out);
 
+	/*
+	 * A communicator of @group's members, in @group's order (collective
+	 * over those members only). @group must be a subset of this
+	 * communicator's group (the caller checks); a process outside it gets
+	 * nullptr without communicating. Calls of one member set and @tag on
+	 * this communicator meet in the order they are made.
+	 */
+	int createGroup(const Group &group, int tag, std::shared_ptr<Comm> &out);
+
 	std::shared_ptr<Errhandler> errhandler;
 	std::string name;
 
@@ -82,6 +93,8 @@ private:
 	int rank_;
 	uint64_t context_;
 	uint64_t sequence_ = 0;
+	/* createGroup() calls made so far, per (tag, member list) digest. */
+	std::map<uint64_t, uint64_t> groupSequence_;
 };
 
 /* An info object: keys in insertion order. */
@@ -98,6 +111,76 @@ private:
 	std::vector<std::pair<std::string, std::string>> entries_;
 };
 
+/* ---- Attribute caching (MPI's keyvals) ------------------------------------ */
+
+/*
+ * A keyval: the callbacks and extra state an attribute key was made with.
+ * Made for one kind of object (windows today; communicators and datatypes
+ * can add their callback types here). Attributes hold it by shared_ptr, so
+ * a freed keyval lives on while a value set with it remains.
+ */
+struct Keyval {
+	enum class Kind : uint8_t { Win = 1 };
+	Kind kind = Kind::Win;
+	rma_win_copy_attr_function *winCopy = nullptr;
+	rma_win_delete_attr_function *winDelete = nullptr;
+	void *extraState = nullptr;
+	bool freed = false;
+};
+
+/*
+ * The process's keyvals. An id is (1 << 30) | (kind << 24) | serial with a
+ * serial that is never reused, so a stale id is recognised, and no id equals
+ * a predefined key (small numbers) or RMA_KEYVAL_INVALID. Thread-safe.
+ */
+class KeyvalRegistry
+{
+public:
+	static constexpr uint32_t kMaxSerial = (1u << 24) - 1;
+
+	/* Register @keyval; returns its id, or 0 when the kind's serials are used up. */
+	int create(std::shared_ptr<Keyval> keyval);
+	/*
+	 * The keyval @id of @kind if it is live, or freed but still held by an
+	 * attribute (a freed one is dropped from the registry once nothing
+	 * holds it); nullptr otherwise.
+	 */
+	std::shared_ptr<Keyval> find(Keyval::Kind kind, int id);
+	/* Mark @id freed. False if it is not a live (unfreed) keyval of @kind. */
+	bool free(Keyval::Kind kind, int id);
+
+private:
+	std::mutex lock_;
+	uint32_t nextSerial_ = 1;
+	std::map<int, std::shared_ptr<Keyval>> keyvals_;
+};
+
+/*
+ * The attributes cached on one object, in the order they were set (a
+ * replaced value counts as set anew). Callers serialize, as for the object.
+ */
+class AttributeSet
+{
+public:
+	struct Entry {
+		int keyval;
+		std::shared_ptr<Keyval> key;
+		void *value;
+	};
+
+	/* nullptr if @keyval has no value here. */
+	const Entry *find(int keyval) const;
+	void set(int keyval, std::shared_ptr<Keyval> key, void *value);
+	/* False if @keyval had no value. */
+	bool erase(int keyval);
+	/* The most recently set entry, or nullptr when empty. */
+	const Entry *newest() const { return entries_.empty() ? nullptr : &entries_.back(); }
+	std::size_t size() const { return entries_.size(); }
+
+private:
+	std::vector<Entry> entries_;
+};
+
 /* Process-wide state. */
 struct Runtime {
 	bool initialized = false;
@@ -107,6 +190,7 @@ struct Runtime {
 	HandleTable<Group, HandleKind::Group> groups;
 	HandleTable<Info, HandleKind::Info> infos;
 	HandleTable<Errhandler, HandleKind::Errhandler> errhandlers;
+	KeyvalRegistry keyvals;
 };
 
 Runtime &runtime();

@@ -94,6 +94,7 @@ const char *className(int cls)
 	case RMA_ERR_BUFFER: return "RMA_ERR_BUFFER: invalid buffer pointer";
 	case RMA_ERR_COUNT: return "RMA_ERR_COUNT: invalid count argument";
 	case RMA_ERR_TYPE: return "RMA_ERR_TYPE: invalid datatype";
+	case RMA_ERR_TAG: return "RMA_ERR_TAG: invalid tag";
 	case RMA_ERR_COMM: return "RMA_ERR_COMM: invalid communicator";
 	case RMA_ERR_RANK: return "RMA_ERR_RANK: invalid rank";
 	case RMA_ERR_REQUEST: return "RMA_ERR_REQUEST: invalid request";

@@ -423,6 +423,8 @@ public:
 
 	std::string name;
 	std::shared_ptr<Errhandler> errhandler;
+	/* Attributes the application cached (rma_win_set_attr); the predefined ones are the members above. */
+	AttributeSet attributes;
 
 private:
 	Window() = default;
