@@ -63,9 +63,16 @@ std::size_t roundUp(std::size_t size, std::size_t page)
  * but a fault under a bind policy must find a page on the bound node, and
  * MADV_POPULATE_WRITE reports a shortage as an error where a first touch
  * would raise SIGBUS. For plain pages (already allocated by fallocate) it
- * only fills the page tables, as attach() does with MAP_POPULATE.
+ * only fills the page tables, as attach() does with MAP_POPULATE: worth it
+ * for small segments (no fault on a window's first operations), not for
+ * large ones, where it costs as much again as the reservation (300 ms a GiB
+ * here) for pages a rank may never touch, and every peer's attach paid it
+ * once more. Past kEagerMapBytes plain pages are mapped at first touch
+ * (minor faults: they exist since fallocate).
  * Kernels before 5.14 lack it (EINVAL); the reservation then has to do.
  */
+constexpr std::size_t kEagerMapBytes = 4u << 20;
+
 int populate(void *data, std::size_t size)
 {
 	if (madvise(data, size, MADV_POPULATE_WRITE) == 0)
@@ -243,9 +250,11 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
 		reserving.reset();
 	}
-	rc = populate(data, segment.mappedSize_);
-	if (rc != RMA_SUCCESS)
-		return R::failure(rc);
+	if (huge || segment.mappedSize_ <= kEagerMapBytes) {
+		rc = populate(data, segment.mappedSize_);
+		if (rc != RMA_SUCCESS)
+			return R::failure(rc);
+	}
 
 	segment.numaNode_ = options.policy.reportedNode();
 	segment.serial_ = newSerial();
@@ -277,7 +286,9 @@ Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
 					    segment.fd_.get(), static_cast<long long>(st.st_size),
 					    segment.mappedSize_));
 
-	void *data = mmap(nullptr, segment.mappedSize_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+	/* Page tables up front for small segments only (see populate()). */
+	const int populateFlag = segment.mappedSize_ <= kEagerMapBytes ? MAP_POPULATE : 0;
+	void *data = mmap(nullptr, segment.mappedSize_, PROT_READ | PROT_WRITE, MAP_SHARED | populateFlag,
 			  segment.fd_.get(), 0);
 	if (data == MAP_FAILED) {
 		int err = errno;
