@@ -12,9 +12,11 @@
 #include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace librma {
 
@@ -75,52 +77,47 @@ uint64_t headroom(uint64_t limit, uint64_t usage, uint64_t cache, uint64_t shmem
 	return limit > used ? limit - used : 0;
 }
 
-/* cgroup v2: every ancestor's memory.max applies. */
-uint64_t cgroupV2Headroom(std::string path)
+/*
+ * Where this process's memory limits live: found again only when
+ * /proc/self/cgroup changes (a process moved to another cgroup), so a check
+ * reads that file and the limit files that exist, not every candidate.
+ * Probing them all cost most of a small window's creation.
+ */
+struct CgroupDir {
+	bool v2;
+	std::string dir;
+};
+
+/* cgroup v2: every ancestor with a memory.max applies. */
+void addV2(const std::string &path, std::vector<CgroupDir> &out)
 {
-	uint64_t best = UINT64_MAX;
 	const std::string root = "/sys/fs/cgroup";
 	std::string dir = root + (path == "/" ? "" : path);
 	for (;;) {
-		auto limit = readNumber(dir + "/memory.max");
-		auto usage = readNumber(dir + "/memory.current");
-		auto stat = readText(dir + "/memory.stat");
-		if (limit && usage && stat)
-			best = std::min(best, headroom(*limit, *usage, field(*stat, "file").value_or(0),
-						       field(*stat, "shmem").value_or(0)));
+		if (access((dir + "/memory.max").c_str(), R_OK) == 0)
+			out.push_back({ true, dir });
 		if (dir.size() <= root.size())
 			break;
 		dir.resize(dir.rfind('/'));
 	}
-	return best;
 }
 
-/* cgroup v1: hierarchical_memory_limit already folds in the ancestors. */
-uint64_t cgroupV1Headroom(const std::string &path)
+/* cgroup v1: hierarchical_memory_limit already folds in the ancestors; inside a namespace the root is ours. */
+void addV1(const std::string &path, std::vector<CgroupDir> &out)
 {
 	const std::string root = "/sys/fs/cgroup/memory";
-	/* Inside a cgroup namespace the mount root is our own cgroup. */
 	for (const std::string &dir : { root + path, root }) {
-		auto stat = readText(dir + "/memory.stat");
-		auto usage = readNumber(dir + "/memory.usage_in_bytes");
-		if (!stat || !usage)
-			continue;
-		auto limit = field(*stat, "hierarchical_memory_limit");
-		if (!limit)
-			continue;
-		return headroom(*limit, *usage, field(*stat, "total_cache").value_or(0),
-				field(*stat, "total_shmem").value_or(0));
+		if (access((dir + "/memory.usage_in_bytes").c_str(), R_OK) == 0) {
+			out.push_back({ false, dir });
+			return;
+		}
 	}
-	return UINT64_MAX;
 }
 
-uint64_t cgroupHeadroom()
+std::vector<CgroupDir> findCgroupDirs(const std::string &text)
 {
-	auto text = readText("/proc/self/cgroup");
-	if (!text)
-		return UINT64_MAX;
-	uint64_t best = UINT64_MAX;
-	std::istringstream lines(*text);
+	std::vector<CgroupDir> out;
+	std::istringstream lines(text);
 	std::string line;
 	/* "hierarchy-id:controller,list:path" */
 	while (std::getline(lines, line)) {
@@ -133,9 +130,48 @@ uint64_t cgroupHeadroom()
 		controllers += ',';
 		std::string path = line.substr(second + 1);
 		if (line.starts_with("0::"))
-			best = std::min(best, cgroupV2Headroom(path));
+			addV2(path, out);
 		else if (controllers.find(",memory,") != std::string::npos)
-			best = std::min(best, cgroupV1Headroom(path));
+			addV1(path, out);
+	}
+	return out;
+}
+
+std::vector<CgroupDir> cgroupDirs()
+{
+	static std::mutex lock;
+	static std::string seen;
+	static std::vector<CgroupDir> dirs;
+	auto text = readText("/proc/self/cgroup");
+	if (!text)
+		return {};
+	std::lock_guard<std::mutex> guard(lock);
+	if (*text != seen) {
+		dirs = findCgroupDirs(*text);
+		seen = *text;
+	}
+	return dirs;
+}
+
+uint64_t cgroupHeadroom()
+{
+	uint64_t best = UINT64_MAX;
+	for (const CgroupDir &c : cgroupDirs()) {
+		if (c.v2) {
+			auto limit = readNumber(c.dir + "/memory.max");
+			auto usage = readNumber(c.dir + "/memory.current");
+			auto stat = readText(c.dir + "/memory.stat");
+			if (limit && usage && stat)
+				best = std::min(best, headroom(*limit, *usage, field(*stat, "file").value_or(0),
+							       field(*stat, "shmem").value_or(0)));
+		} else {
+			auto stat = readText(c.dir + "/memory.stat");
+			auto usage = readNumber(c.dir + "/memory.usage_in_bytes");
+			auto limit = stat ? field(*stat, "hierarchical_memory_limit") : std::nullopt;
+			if (limit && usage)
+				best = std::min(best, headroom(*limit, *usage, field(*stat, "total_cache").value_or(0),
+							       field(*stat, "total_shmem").value_or(0)));
+		}
 	}
 	return best;
 }
