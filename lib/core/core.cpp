@@ -414,9 +414,14 @@ std::string rankRanges(const std::vector<int> &ranks)
 		std::size_t j = i;
 		while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
 			++j;
-		text += (text.empty() ? "" : ",") + std::to_string(ranks[i]);
-		if (j > i)
-			text += "-" + std::to_string(ranks[j]);
+		/* append, not "," + string: GCC 12 at -O3 warns falsely (-Wrestrict) on the latter. */
+		if (!text.empty())
+			text += ',';
+		text += std::to_string(ranks[i]);
+		if (j > i) {
+			text += '-';
+			text += std::to_string(ranks[j]);
+		}
 		i = j + 1;
 	}
 	return text.empty() ? "none" : text;
