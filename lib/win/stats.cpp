@@ -74,6 +74,9 @@ bool mergeable(const json &w, std::size_t n)
 	    !w["reported"].is_array() || !w.contains("ops") || !w.contains("bytes") || !w["ops"].is_object() ||
 	    !w["bytes"].is_object())
 		return false;
+	for (const json &s : w["sizes"])
+		if (!s.is_number_unsigned())
+			return false;
 	for (const char *k : kTrafficKindNames)
 		if (!w["ops"].contains(k) || !squareMatrix(w["ops"][k], n) || !w["bytes"].contains(k) ||
 		    !squareMatrix(w["bytes"][k], n))
