@@ -149,6 +149,7 @@ int probe(const ProbeArgs &args)
 struct RecommendArgs {
 	std::string profile;
 	std::string traffic;
+	std::vector<std::string> windows;
 	int ranks = 0;
 	std::string method = "auto";
 	std::string output;
@@ -188,7 +189,7 @@ int recommendCmd(const RecommendArgs &args)
 		return 1;
 	}
 	Traffic traffic;
-	if (!parseTraffic(trafficText, args.traffic, args.ranks, traffic, err)) {
+	if (!parseTraffic(trafficText, args.traffic, args.ranks, traffic, err, args.windows)) {
 		std::fprintf(stderr, "rmatune recommend: --traffic %s\n", err.c_str());
 		return 1;
 	}
@@ -260,9 +261,13 @@ int main(int argc, char **argv)
 	recommendApp->add_option("--profile", ra.profile, "the machine profile (rmatune probe --output FILE)")
 		->required();
 	recommendApp->add_option("--traffic", ra.traffic,
-				 "bytes by origin and target: JSON {\"bytes\": [[...]]} or {\"pairs\": [...]}, or CSV "
-				 "lines origin,target,bytes")
+				 "bytes by origin and target: JSON {\"bytes\": [[...]]} or {\"pairs\": [...]}, CSV "
+				 "lines origin,target,bytes, or the file a job run with RMA_STATS writes")
 		->required();
+	recommendApp->add_option("--windows", ra.windows,
+				 "with an RMA_STATS file: the windows (names or ids) whose traffic is summed "
+				 "(default: all)")
+		->delimiter(',');
 	recommendApp->add_option("--ranks", ra.ranks, "the number of ranks (default: the matrix's size)")
 		->check(CLI::Range(1, 1 << 20));
 	recommendApp->add_option("--method", ra.method,

@@ -204,7 +204,90 @@ bool costModelFromProfile(const json &p, CostModel &model, std::string &err)
 	return true;
 }
 
-bool parseTraffic(std::string_view text, const std::string &origin, int ranks, Traffic &traffic, std::string &err)
+namespace {
+
+/*
+ * Entries of a librma statistics file (lib/win/stats.h): every kind's bytes
+ * of the chosen windows, by world rank. False with @err naming the place.
+ */
+struct StatsBytes {
+	long long origin, target;
+	double bytes;
+};
+
+bool statsEntries(const json &j, const std::string &origin, const std::vector<std::string> &windows,
+		  std::vector<StatsBytes> &entries, int &size, std::string &err)
+{
+	if (!j.contains("world_size") || !j["world_size"].is_number_integer() || j["world_size"].get<int>() <= 0 ||
+	    !j.contains("windows") || !j["windows"].is_array()) {
+		err = cat(origin, ": a librma-stats file needs \"world_size\" and \"windows\"");
+		return false;
+	}
+	size = j["world_size"].get<int>();
+	std::vector<bool> found(windows.size(), false);
+	std::size_t i = 0;
+	for (const json &w : j["windows"]) {
+		const std::string where = cat(origin, ": windows[", std::to_string(i++), "]");
+		if (!w.is_object() || !w.contains("ranks") || !w["ranks"].is_array() || !w.contains("bytes") ||
+		    !w["bytes"].is_object()) {
+			err = cat(where, " needs \"ranks\" and \"bytes\"");
+			return false;
+		}
+		const std::string name = w.value("name", std::string());
+		const std::string id = w.contains("id") ? w["id"].dump() : std::string();
+		if (!windows.empty()) {
+			bool chosen = false;
+			for (std::size_t k = 0; k < windows.size(); ++k)
+				if (windows[k] == name || windows[k] == id)
+					chosen = found[k] = true;
+			if (!chosen)
+				continue;
+		}
+		const json &ranks = w["ranks"];
+		const std::size_t n = ranks.size();
+		for (const json &r : ranks)
+			if (!r.is_number_integer()) {
+				err = cat(where, ": \"ranks\" must list world ranks");
+				return false;
+			}
+		for (auto it = w["bytes"].begin(); it != w["bytes"].end(); ++it) {
+			const std::string kind = it.key();
+			const json &m = it.value();
+			if (!m.is_array() || m.size() != n) {
+				err = cat(where, ": bytes.", kind, " must be a ", std::to_string(n), " x ", std::to_string(n),
+					  " matrix");
+				return false;
+			}
+			for (std::size_t r = 0; r < n; ++r) {
+				if (!m[r].is_array() || m[r].size() != n) {
+					err = cat(where, ": bytes.", kind, "[", std::to_string(r), "] must hold ",
+						  std::to_string(n), " numbers");
+					return false;
+				}
+				for (std::size_t c = 0; c < n; ++c) {
+					if (!isNumber(m[r][c])) {
+						err = cat(where, ": bytes.", kind, "[", std::to_string(r), "][",
+							  std::to_string(c), "] is not a non-negative number");
+						return false;
+					}
+					if (const double b = m[r][c].get<double>(); b > 0)
+						entries.push_back({ ranks[r].get<long long>(), ranks[c].get<long long>(), b });
+				}
+			}
+		}
+	}
+	for (std::size_t k = 0; k < windows.size(); ++k)
+		if (!found[k]) {
+			err = cat(origin, ": no window named \"", windows[k], "\" (nor with that id)");
+			return false;
+		}
+	return true;
+}
+
+} /* namespace */
+
+bool parseTraffic(std::string_view text, const std::string &origin, int ranks, Traffic &traffic, std::string &err,
+		  const std::vector<std::string> &windows)
 {
 	traffic = Traffic();
 	struct Entry {
@@ -223,7 +306,13 @@ bool parseTraffic(std::string_view text, const std::string &origin, int ranks, T
 			return false;
 		}
 		try {
-			if (j.contains("bytes")) {
+			if (j.is_object() && j.value("format", std::string()) == "librma-stats") {
+				std::vector<StatsBytes> found;
+				if (!statsEntries(j, origin, windows, found, size, err))
+					return false;
+				for (const StatsBytes &e : found)
+					entries.push_back({ e.origin, e.target, e.bytes });
+			} else if (j.contains("bytes")) {
 				const json &rows = j["bytes"];
 				if (!rows.is_array() || rows.empty()) {
 					err = cat(origin, ": \"bytes\" must be a square matrix (an array of rows)");

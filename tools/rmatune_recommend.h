@@ -82,8 +82,13 @@ struct Traffic {
  * header line, '#' comments; pairs may repeat and add up). @ranks > 0
  * sets the number of ranks (else the matrix's size, or the largest rank
  * named + 1). False with @err naming the file and the line or place.
+ *
+ * Also librma's own statistics (RMA_STATS, format "librma-stats"): the
+ * bytes of every kind of every window in @windows (names or ids; all when
+ * empty) are summed by world rank; the job's world_size sets the size.
  */
-bool parseTraffic(std::string_view text, const std::string &origin, int ranks, Traffic &traffic, std::string &err);
+bool parseTraffic(std::string_view text, const std::string &origin, int ranks, Traffic &traffic, std::string &err,
+		  const std::vector<std::string> &windows = {});
 
 /* The model's cost of placing rank r on slot slotOf[r] (distinct slots). */
 double placementCost(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf);

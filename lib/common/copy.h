@@ -25,17 +25,28 @@ inline constexpr std::size_t kPieceCopyMin = 512u << 10;
 /* The piece: well under glibc's non-temporal threshold, and a quarter of a 1 MiB L2. */
 inline constexpr std::size_t kCopyPiece = 256u << 10;
 
-/* memcpy(@dst, @src, @n), in kCopyPiece pieces when @n >= kPieceCopyMin. The ranges must not overlap. */
-inline void copyBytes(void *dst, const void *src, std::size_t n)
+/* copyBytes()'s large case, out of line. */
+[[gnu::noinline]] inline void copyPieces(void *dst, const void *src, std::size_t n)
+{
+	auto *d = static_cast<std::byte *>(dst);
+	const auto *s = static_cast<const std::byte *>(src);
+	for (std::size_t done = 0; done < n; done += kCopyPiece)
+		std::memcpy(d + done, s + done, std::min(kCopyPiece, n - done));
+}
+
+/*
+ * memcpy(@dst, @src, @n), in kCopyPiece pieces when @n >= kPieceCopyMin.
+ * The ranges must not overlap. Always inline with the loop out of line:
+ * left to GCC's size budget, the put/get fast paths (Window::accessFast)
+ * lose the inlining, and a call frame, to the smallest change around them.
+ */
+[[gnu::always_inline]] inline void copyBytes(void *dst, const void *src, std::size_t n)
 {
 	if (n < kPieceCopyMin) [[likely]] {
 		std::memcpy(dst, src, n);
 		return;
 	}
-	auto *d = static_cast<std::byte *>(dst);
-	const auto *s = static_cast<const std::byte *>(src);
-	for (std::size_t done = 0; done < n; done += kCopyPiece)
-		std::memcpy(d + done, s + done, std::min(kCopyPiece, n - done));
+	copyPieces(dst, src, n);
 }
 
 } /* namespace librma */

@@ -69,6 +69,24 @@ inline bool placement(const char *v)
 	return !std::strncmp(v, "node:", 5) && number(v + 5);
 }
 
+/*
+ * RMA_STATS: 0 or 1, an existing directory (the file goes in it), or the
+ * path of a .json file whose directory exists.
+ */
+inline bool stats(const char *v)
+{
+	if (oneOf(v, { "0", "1" }) || directory(v))
+		return true;
+	const std::size_t n = std::strlen(v);
+	if (n < 6 || std::strcmp(v + n - 5, ".json") != 0)
+		return false;
+	const char *slash = std::strrchr(v, '/');
+	if (!slash)
+		return true; /* in the working directory */
+	const std::string dir(v, slash == v ? 1 : static_cast<std::size_t>(slash - v));
+	return directory(dir.c_str());
+}
+
 inline bool boot(const char *v)
 {
 	return oneOf(v, { "rmarun", "pmix", "singleton" });
@@ -117,6 +135,11 @@ inline constexpr Knob kKnobs[] = {
 	  "1 makes each rank print one line at init: its host, the bootstrap, and which ranks it reaches by shared "
 	  "memory and which by TCP",
 	  knobs::boolean },
+	{ "RMA_STATS", "0, 1, a directory or a FILE.json in an existing directory", "0",
+	  "traffic statistics: every window counts operations and bytes per origin->target pair and kind, and "
+	  "writes them at rma_win_free (or rma_finalize) into one JSON file per job: 1 is ./rma-stats.json, a "
+	  "directory DIR/rma-stats.json (rmatune recommend --traffic reads it)",
+	  knobs::stats },
 	{ "RMA_TOPOLOGY", "a directory laid out like /sys/devices/system", "/sys/devices/system",
 	  "reads the NUMA topology from another tree (tests inject topologies with it)", knobs::directory },
 };

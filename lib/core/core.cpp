@@ -17,6 +17,7 @@
 #include "common/tsan.h"
 #include "error/error.h"
 #include "shm/segment.h"
+#include "win/stats.h"
 
 namespace librma {
 
@@ -507,6 +508,8 @@ int initRuntime()
 	env->set("thread_level", "RMA_THREAD_SERIALIZED");
 	rt.infos.setPredefined(1, env);
 
+	/* Before the first collective: no window can be freed before the file is started. */
+	RMA_TRY(initTrafficStats(rank, size));
 	RMA_TRY(setUpDoorbells(*world));
 
 	rt.initialized = true;

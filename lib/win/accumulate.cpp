@@ -615,8 +615,11 @@ int Window::accumulate(const char *call, const AccArgs &a)
 	 * on every side, an open epoch, a Direct target that takes plain mode,
 	 * in bounds. It skips the general checks (each of which it implies) and
 	 * goes straight to the in-place apply; anything else, or a busy role,
-	 * takes the general path below.
+	 * takes the general path below. Counted operations (RMA_STATS) take the
+	 * general path, which also applies in place where it can.
 	 */
+	if (stats_) [[unlikely]]
+		return accumulateCounted(call, a);
 	if (const Datatype *d = predefinedDatatype(a.ttype);
 	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
 	    (!a.fetch || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
@@ -640,8 +643,9 @@ int Window::accumulate(const char *call, const AccArgs &a)
 				*a.queuedSeq = 0;
 			InPlace outcome;
 			RMA_TRY(applyInPlace(call, a, view, op, elem, static_cast<size_t>(a.tcount), outcome));
-			if (outcome == InPlace::Done)
+			if (outcome == InPlace::Done) {
 				return RMA_SUCCESS;
+			}
 		}
 	}
 	return accumulateChecked(call, a);
@@ -1061,6 +1065,14 @@ void Window::unlockApply(int t)
 
 int Window::compareAndSwap(const char *call, const void *origin, const void *compare, void *result,
 			   rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq)
+{
+	if (stats_) [[unlikely]]
+		return compareAndSwapCounted(call, origin, compare, result, type, target, disp, queuedSeq);
+	return compareAndSwapBody(call, origin, compare, result, type, target, disp, queuedSeq);
+}
+
+int Window::compareAndSwapBody(const char *call, const void *origin, const void *compare, void *result,
+			       rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq)
 {
 	RMA_TRY(checkAccess(call, target));
 	if (queuedSeq)

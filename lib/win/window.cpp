@@ -18,6 +18,7 @@
 
 #include "common/knobs.h"
 #include "error/error.h"
+#include "win/stats.h"
 
 namespace librma {
 
@@ -391,6 +392,8 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		firstFd[r + 1] = firstFd[r] + out.fdCounts[r];
 	targets_.resize(n);
 	nTargets_ = static_cast<uint32_t>(n);
+	if (!trafficStatsPath().empty()) [[unlikely]]
+		startTraffic(out.instance);
 	for (int r = 0; r < n; ++r) {
 		const Record &rec = all[r];
 		TargetView &t = targets_[r];
@@ -507,6 +510,8 @@ Window::~Window()
 
 void Window::abandon()
 {
+	if (stats_) [[unlikely]]
+		writeTraffic();
 	stopServing();
 	targets_.clear();
 	nTargets_ = 0;

@@ -135,6 +135,13 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 
 struct AccRecord;
 
+/* The kinds traffic statistics count; request forms count with their blocking kind. */
+enum class TrafficKind : uint8_t { Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap };
+inline constexpr int kTrafficKinds = 6;
+/* Their names in the statistics file, in TrafficKind order. */
+inline constexpr const char *kTrafficKindNames[kTrafficKinds] = { "put",	  "get",	  "accumulate",
+								  "get_accumulate", "fetch_and_op", "compare_and_swap" };
+
 /* The dead count of a job without a status page: always 0. */
 inline const std::atomic<uint64_t> kNoDeaths{ 0 };
 
@@ -168,13 +175,15 @@ public:
 	 * false, having done nothing, for everything else; put()/get() check
 	 * and report every case in full. Keeping the two apart lets the C entry
 	 * points run the inline part as a leaf and reach the full path by a
-	 * tail call, with no registers to save around it.
+	 * tail call, with no registers to save around it. With traffic
+	 * statistics on (stats_), every inline part says false, so operations
+	 * are counted once, in the full paths.
 	 */
 	template<bool Put>
 	[[gnu::always_inline]] bool accessFast(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp,
 					       int tcount, rma_datatype ttype)
 	{
-		if (otype == ttype && ocount == tcount && static_cast<unsigned>(target) < nTargets_ &&
+		if (otype == ttype && ocount == tcount && static_cast<unsigned>(target) < nTargets_ && !stats_ &&
 		    (allAccess_ || access_[target]) && !badPointer(origin) && !anyDead()) [[likely]] {
 			const Datatype *type = predefinedDatatype(otype);
 			const TargetView &t = targets_[target];
@@ -241,7 +250,7 @@ public:
 		if (d && count > 0 && count <= kFastElements && d->size * count <= kFastBytes &&
 		    static_cast<unsigned>(target) < accFast_.size() &&
 		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
-		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin)) && !anyDead()) [[likely]] {
+		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin)) && !stats_ && !anyDead()) [[likely]] {
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
 			rma_aint offset;
@@ -283,7 +292,7 @@ public:
 					    int target, rma_aint disp)
 	{
 		const Datatype *d = predefinedDatatype(type);
-		if (d && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
+		if (d && !stats_ && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
 		    accFast_[target] && accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
 			const uint8_t elem = d->handleIndex;
 			const rma_aint bytes = elemBytes(elem);
@@ -403,6 +412,12 @@ public:
 	int free();
 	/* Unmap without synchronizing (rma_finalize of windows left open). */
 	void abandon();
+	/*
+	 * Traffic statistics (RMA_STATS, stats.cpp): whether this window counts,
+	 * and this rank's row (by target, then TrafficKind: ops, bytes).
+	 */
+	bool countsTraffic() const { return stats_; }
+	const std::vector<uint64_t> &trafficRow() const { return traffic_; }
 	/* Whether free() released the window although it failed (a member died). */
 	bool released() const { return released_; }
 
@@ -428,6 +443,24 @@ public:
 
 private:
 	Window() = default;
+
+	/*
+	 * Traffic statistics (stats.cpp). The full paths hand over to these
+	 * cold wrappers when stats_ is set: they run the operation and count it
+	 * if it succeeded on a real target. writeTraffic() merges this rank's
+	 * row into the job's file (at free or abandon), once.
+	 */
+	[[gnu::cold]] void startTraffic(uint64_t id);
+	[[gnu::cold]] void countTraffic(TrafficKind kind, int target, uint64_t bytes);
+	[[gnu::cold]] int accessCounted(bool put, void *origin, int ocount, rma_datatype otype, int target,
+					rma_aint disp, int tcount, rma_datatype ttype);
+	[[gnu::cold]] int accumulateCounted(const char *call, const AccArgs &a);
+	[[gnu::cold]] void countAccumulate(const AccArgs &a);
+	[[gnu::cold]] int compareAndSwapCounted(const char *call, const void *origin, const void *compare, void *result,
+						rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
+	int compareAndSwapBody(const char *call, const void *origin, const void *compare, void *result,
+			       rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
+	[[gnu::cold]] void writeTraffic();
 
 	int build(int status, void *base, rma_aint size, int dispUnit);
 	int barrier(const char *call);
@@ -519,6 +552,9 @@ private:
 
 	Flavor flavor_ = Flavor::Create;
 	std::shared_ptr<Comm> comm_;
+	bool stats_ = false;             /* RMA_STATS: count operations (the fast paths step aside) */
+	uint64_t statsId_ = 0;           /* the same at every member, unique in the job */
+	std::vector<uint64_t> traffic_;  /* per target x TrafficKind: ops, bytes (stats_ only) */
 	const std::atomic<uint64_t> *deadCount_ = &kNoDeaths;
 	bool released_ = false;
 	WindowHints hints_;

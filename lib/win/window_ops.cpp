@@ -357,12 +357,16 @@ int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target,
 int Window::put(const void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		rma_datatype ttype)
 {
+	if (stats_) [[unlikely]]
+		return accessCounted(true, const_cast<void *>(origin), ocount, otype, target, disp, tcount, ttype);
 	return fullAccess<true>(const_cast<void *>(origin), ocount, otype, target, disp, tcount, ttype);
 }
 
 int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
 		rma_datatype ttype)
 {
+	if (stats_) [[unlikely]]
+		return accessCounted(false, origin, ocount, otype, target, disp, tcount, ttype);
 	return fullAccess<false>(origin, ocount, otype, target, disp, tcount, ttype);
 }
 
@@ -430,6 +434,22 @@ int Window::sync()
 	std::atomic_thread_fence(std::memory_order_seq_cst);
 	crossProcessEdge();
 	return RMA_SUCCESS;
+}
+
+} /* namespace librma */
+
+namespace librma {
+
+int Window::accessCounted(bool put, void *origin, int ocount, rma_datatype otype, int target, rma_aint disp,
+			  int tcount, rma_datatype ttype)
+{
+	int rc = put ? fullAccess<true>(origin, ocount, otype, target, disp, tcount, ttype)
+		     : fullAccess<false>(origin, ocount, otype, target, disp, tcount, ttype);
+	if (rc == RMA_SUCCESS && target >= 0)
+		if (const Datatype *td = lookupDatatype(ttype))
+			countTraffic(put ? TrafficKind::Put : TrafficKind::Get, target,
+				     static_cast<uint64_t>(td->size) * static_cast<uint64_t>(tcount));
+	return rc;
 }
 
 } /* namespace librma */

@@ -390,7 +390,7 @@ TEST(KnobTest, GarbageEnvironmentValuesFailInitNamingTheVariable)
 	const std::pair<const char *, const char *> cases[] = {
 		{ "RMA_ACC_PATH", "banana" },	  { "RMA_NO_MEMBARRIER", "maybe" }, { "RMA_PROGRESS", "fast" },
 		{ "RMA_PROGRESS_CORE", "-3" },	  { "RMA_NO_PIDFD", "yes" },	    { "RMA_TOPOLOGY", "/nonexistent/sys" },
-		{ "RMA_NET_URING", "sometimes" },
+		{ "RMA_NET_URING", "sometimes" }, { "RMA_STATS", "yes" },
 	};
 	for (const auto &knob : cases) {
 		/* Named copies: clang 14 lets no lambda capture a structured binding. */

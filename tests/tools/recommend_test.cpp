@@ -433,6 +433,41 @@ TEST(TrafficTest, ReadsMatricesPairsAndCsv)
 	EXPECT_EQ(t.ranks, 5);
 }
 
+/* librma's RMA_STATS file (lib/win/stats.h): every kind's bytes, window ranks mapped to world ranks. */
+constexpr const char *kStatsFile = R"({"format":"librma-stats","version":1,"world_size":4,
+  "kinds":["put","get"],
+  "windows":[
+    {"id":7,"name":"halo","ranks":[0,1,2,3],
+     "ops":{"put":[[0,1,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0]],"get":[[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0]]},
+     "bytes":{"put":[[0,8,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0]],"get":[[0,0,0,0],[0,0,0,0],[0,0,0,0],[0,0,0,0]]}},
+    {"id":9,"name":"pairs","ranks":[3,1],
+     "ops":{"put":[[0,1],[0,0]],"get":[[0,0],[2,0]]},
+     "bytes":{"put":[[0,100],[0,0]],"get":[[0,0],[50,0]]}}]})";
+
+TEST(TrafficTest, ReadsLibrmaStatisticsSummingTheChosenWindowsByWorldRank)
+{
+	Traffic t;
+	std::string err;
+	ASSERT_TRUE(parseTraffic(kStatsFile, "s.json", 0, t, err)) << err;
+	EXPECT_EQ(t.ranks, 4);
+	EXPECT_EQ(t.at(0, 1), 8);
+	/* Window rank 0 of "pairs" is world rank 3, window rank 1 world rank 1; get and put add up. */
+	EXPECT_EQ(t.at(3, 1), 100);
+	EXPECT_EQ(t.at(1, 3), 50);
+	EXPECT_EQ(t.at(1, 0), 0);
+	ASSERT_TRUE(parseTraffic(kStatsFile, "s.json", 0, t, err, { "pairs" })) << err;
+	EXPECT_EQ(t.at(0, 1), 0);
+	EXPECT_EQ(t.at(3, 1), 100);
+	ASSERT_TRUE(parseTraffic(kStatsFile, "s.json", 0, t, err, { "7" })) << err; /* by id */
+	EXPECT_EQ(t.at(0, 1), 8);
+	EXPECT_EQ(t.at(3, 1), 0);
+	EXPECT_FALSE(parseTraffic(kStatsFile, "s.json", 0, t, err, { "nope" }));
+	EXPECT_NE(err.find("no window named \"nope\""), std::string::npos) << err;
+	EXPECT_FALSE(parseTraffic(R"({"format":"librma-stats","world_size":2,"windows":[{"ranks":[0,1],"bytes":{"put":[[0]]}}]})",
+				  "s.json", 0, t, err));
+	EXPECT_NE(err.find("windows[0]: bytes.put must be a 2 x 2 matrix"), std::string::npos) << err;
+}
+
 TEST(TrafficTest, RefusesBadInputSayingWhere)
 {
 	struct Case {

@@ -342,6 +342,64 @@ TEST(RmatuneTest, RecommendWritesAPlacementFileWithTheGain)
 	EXPECT_EQ(json::parse(r.out)["ranks"], f["ranks"]);
 }
 
+/*
+ * The pairs of RecommendWritesAPlacementFileWithTheGain, as a job run with
+ * RMA_STATS writes them (lib/win/stats.h): split over two windows, one with
+ * its members in another order than world's, plus a window of noise that
+ * --windows leaves out.
+ */
+TEST(RmatuneTest, RecommendReadsLibrmaStatistics)
+{
+	ScratchDir dir;
+	std::string profile = dir.file("profile.json"), stats = dir.file("rma-stats.json");
+	std::ofstream(profile) << handProfile().dump();
+	auto zero = [](std::size_t n) { return json(std::vector<std::vector<uint64_t>>(n, std::vector<uint64_t>(n, 0))); };
+	json low = { { "id", 1 }, { "name", "low" }, { "ranks", { 0, 1, 4, 5 } } };
+	json high = { { "id", 2 }, { "name", "high" }, { "ranks", { 7, 6, 3, 2 } } };
+	json noise = { { "id", 3 }, { "name", "noise" }, { "ranks", { 0, 1, 2, 3, 4, 5, 6, 7 } } };
+	for (json *w : { &low, &high, &noise })
+		for (const char *k : { "put", "get" }) {
+			(*w)["bytes"][k] = zero((*w)["ranks"].size());
+			(*w)["ops"][k] = zero((*w)["ranks"].size());
+		}
+	/* low: world 0<->4 and 1<->5 (window ranks 0<->2, 1<->3), half as puts, half as gets. */
+	for (int i = 0; i < 2; ++i) {
+		low["bytes"]["put"][i][i + 2] = 3200;
+		low["bytes"]["get"][i][i + 2] = 3200;
+		low["bytes"]["put"][i + 2][i] = 6400;
+	}
+	/* high: world 7<->3 and 6<->2 (window ranks 0<->2, 1<->3). */
+	for (int i = 0; i < 2; ++i) {
+		high["bytes"]["put"][i][i + 2] = 6400;
+		high["bytes"]["put"][i + 2][i] = 6400;
+	}
+	/* noise: everything to rank 0, which --windows low,high leaves out. */
+	for (int i = 1; i < 8; ++i)
+		noise["bytes"]["put"][i][0] = 1e6;
+	json file = { { "format", "librma-stats" }, { "version", 1 }, { "world_size", 8 },
+		      { "kinds", { "put", "get" } }, { "windows", { low, high, noise } } };
+	std::ofstream(stats) << file.dump(1);
+
+	CommandResult r = run({ "recommend", "--profile", profile, "--traffic", stats, "--windows", "low,high",
+				"--format", "json" });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json f = json::parse(r.out, nullptr, false);
+	ASSERT_FALSE(f.is_discarded()) << r.out;
+	ASSERT_EQ(f["ranks"].size(), 8u);
+	for (int i = 0; i < 4; ++i) {
+		auto firstCpu = [&](int rank) { return std::stoi(f["ranks"][rank]["cpus"].get<std::string>()); };
+		EXPECT_EQ(firstCpu(i) / 8, firstCpu(i + 4) / 8) << i;
+	}
+	EXPECT_DOUBLE_EQ(f["evidence"]["cost"].get<double>(), 4 * 2 * 110 * 100.0);
+	/* All windows by default: the noise is in. */
+	r = run({ "recommend", "--profile", profile, "--traffic", stats, "--format", "json" });
+	ASSERT_EQ(r.status, 0) << r.err;
+	EXPECT_GT(json::parse(r.out)["evidence"]["cost"].get<double>(), 4 * 2 * 110 * 100.0);
+	r = run({ "recommend", "--profile", profile, "--traffic", stats, "--windows", "absent" });
+	EXPECT_NE(r.status, 0);
+	EXPECT_NE(r.err.find("no window named \"absent\""), std::string::npos) << r.err;
+}
+
 TEST(RmatuneTest, RecommendRefusesBadInputs)
 {
 	ScratchDir dir;
