@@ -13,27 +13,13 @@
 
 #include "bootstrap/binding.h"
 #include "placement_file.h"
+#include "rmatune_text.h"
 
 using nlohmann::json;
 
 namespace rmatune {
 
 namespace {
-
-template<typename... Parts>
-std::string cat(const Parts &...parts)
-{
-	std::string s;
-	(s.append(parts), ...);
-	return s;
-}
-
-std::string fmt(const char *format, double v)
-{
-	char b[64];
-	std::snprintf(b, sizeof(b), format, v);
-	return b;
-}
 
 constexpr double kLineBytes = 64;
 

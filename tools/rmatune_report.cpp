@@ -14,27 +14,13 @@
 #include "bootstrap/binding.h"
 #include "config.h"
 #include "shm/segment.h"
+#include "rmatune_text.h"
 
 using nlohmann::json;
 
 namespace rmatune {
 
 namespace {
-
-template<typename... Parts>
-std::string cat(const Parts &...parts)
-{
-	std::string s;
-	(s.append(parts), ...);
-	return s;
-}
-
-std::string fmt(const char *format, double v)
-{
-	char b[64];
-	std::snprintf(b, sizeof(b), format, v);
-	return b;
-}
 
 /* A counter of the 2 MiB huge-page pool under @dir; -1 if absent. */
 long poolCounter(const std::string &dir, const char *name)

@@ -630,50 +630,48 @@ rma_group insertGroup(std::vector<int> world)
 
 } /* namespace */
 
-RMA_EXPORT int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+namespace {
+
+/* range_incl (@include: the ranges' ranks, in their order) or range_excl (the others, in group order). */
+int rangeGroup(const char *call, rma_group group, int n, int ranges[][3], rma_group *newgroup, bool include)
 {
 	Group *g = toGroup(group);
 	if (!g)
-		return invalidGroup("rma_group_range_incl");
+		return invalidGroup(call);
 	if (!newgroup)
-		return nullArg("rma_group_range_incl", "newgroup");
+		return nullArg(call, "newgroup");
 	std::vector<int> ranks;
 	std::vector<char> chosen;
-	int rc = expandRanges("rma_group_range_incl", *g, n, ranges, ranks, chosen);
+	int rc = expandRanges(call, *g, n, ranges, ranks, chosen);
 	if (rc != RMA_SUCCESS)
 		return selfError(rc);
 	std::vector<int> world;
-	world.reserve(ranks.size());
-	for (int r : ranks)
-		world.push_back(g->worldRank(r));
+	if (include) {
+		world.reserve(ranks.size());
+		for (int r : ranks)
+			world.push_back(g->worldRank(r));
+	} else {
+		for (int r = 0; r < g->size(); ++r)
+			if (!chosen[r])
+				world.push_back(g->worldRank(r));
+	}
 	rma_group out = insertGroup(std::move(world));
 	if (out == RMA_GROUP_NULL)
-		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_incl: too many groups"));
+		return selfError(makeError(RMA_ERR_NO_MEM, "%s: too many groups", call));
 	*newgroup = out;
 	return RMA_SUCCESS;
 }
 
+} /* namespace */
+
+RMA_EXPORT int rma_group_range_incl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
+{
+	return rangeGroup("rma_group_range_incl", group, n, ranges, newgroup, true);
+}
+
 RMA_EXPORT int rma_group_range_excl(rma_group group, int n, int ranges[][3], rma_group *newgroup)
 {
-	Group *g = toGroup(group);
-	if (!g)
-		return invalidGroup("rma_group_range_excl");
-	if (!newgroup)
-		return nullArg("rma_group_range_excl", "newgroup");
-	std::vector<int> ranks;
-	std::vector<char> chosen;
-	int rc = expandRanges("rma_group_range_excl", *g, n, ranges, ranks, chosen);
-	if (rc != RMA_SUCCESS)
-		return selfError(rc);
-	std::vector<int> world;
-	for (int r = 0; r < g->size(); ++r)
-		if (!chosen[r])
-			world.push_back(g->worldRank(r));
-	rma_group out = insertGroup(std::move(world));
-	if (out == RMA_GROUP_NULL)
-		return selfError(makeError(RMA_ERR_NO_MEM, "rma_group_range_excl: too many groups"));
-	*newgroup = out;
-	return RMA_SUCCESS;
+	return rangeGroup("rma_group_range_excl", group, n, ranges, newgroup, false);
 }
 
 RMA_EXPORT int rma_group_compare(rma_group group1, rma_group group2, int *result)
