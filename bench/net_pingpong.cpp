@@ -40,6 +40,7 @@
 #include "common/cache.h"
 #include "common/unique_fd.h"
 #include "net/frame.h"
+#include "net/tcp_pair.h"
 #include "net/uring_loop.h"
 
 namespace librma {
@@ -83,26 +84,6 @@ struct Pinning {
 		pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
 	}
 };
-
-std::pair<UniqueFd, UniqueFd> tcpPair()
-{
-	UniqueFd l(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(a);
-	if (!l.isValid() || bind(l.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0 || listen(l.get(), 1) < 0 ||
-	    getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len) < 0)
-		return {};
-	UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	if (!c.isValid() || connect(c.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0)
-		return {};
-	UniqueFd s(accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
-	int one = 1;
-	setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return { std::move(s), std::move(c) };
-}
 
 /* Busy-poll until @n bytes arrived; false on EOF or error. */
 bool recvSpin(int fd, uint8_t *buf, std::size_t n, const std::atomic<bool> *stop = nullptr)
@@ -159,7 +140,7 @@ void originLoop(benchmark::State &state, int fd, std::vector<uint8_t> &msg)
 void BM_RawPingPong(benchmark::State &state)
 {
 	const auto size = static_cast<std::size_t>(state.range(0));
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	if (!s.isValid()) {
 		state.SkipWithError("no loopback TCP");
 		return;
@@ -189,7 +170,7 @@ void BM_EnginePingPong(benchmark::State &state)
 {
 	const bool poll = state.range(0) != 0;
 	const bool park = state.range(1) != 0;
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	if (!s.isValid()) {
 		state.SkipWithError("no loopback TCP");
 		return;

@@ -67,6 +67,7 @@
 #include "bootstrap/binding.h"
 #include "bootstrap/gather_server.h"
 #include "bootstrap/job_status.h"
+#include "bootstrap/pidfd.h"
 #include "bootstrap/protocol.h"
 #include "numa/topology.h"
 
@@ -107,17 +108,6 @@ extern "C" void onSignal(int signo)
 	/* A full pipe already holds a wake-up byte. */
 	[[maybe_unused]] ssize_t n = write(gSignalPipe.load(std::memory_order_relaxed), &byte, 1);
 	errno = saved;
-}
-
-int pidfdOpen(pid_t pid)
-{
-#ifdef HAVE_PIDFD_OPEN
-	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
 }
 
 [[gnu::format(printf, 1, 2)]] void say(const char *fmt, ...)

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "bootstrap/pidfd.h"
 #include "bootstrap/protocol.h"
 #include "error/error.h"
 
@@ -47,17 +48,6 @@ constexpr auto kSlice = std::chrono::milliseconds(10);
 constexpr std::size_t kMaxParked = 1024;
 /* Failed collectives remembered, so that a member arriving late hears why. */
 constexpr std::size_t kMaxFailed = 64;
-
-int pidfdOpen(pid_t pid)
-{
-#ifdef HAVE_PIDFD_OPEN
-	return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 /* The abstract address of a rank; returns the length to pass to bind/connect. */
 socklen_t makeAddress(uint64_t jobId, int worldRank, sockaddr_un &addr)

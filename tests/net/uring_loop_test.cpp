@@ -26,6 +26,7 @@
 #include "error/error.h"
 #include "net/features.h"
 #include "net/frame.h"
+#include "net/tcp_pair.h"
 #include "net/uring_loop.h"
 
 namespace {
@@ -34,27 +35,6 @@ using namespace librma;
 using namespace librma::net;
 using Clock = std::chrono::steady_clock;
 using Bytes = std::vector<uint8_t>;
-
-/* A connected TCP pair on 127.0.0.1; empty fds if the machine has no loopback. */
-std::pair<UniqueFd, UniqueFd> tcpPair()
-{
-	UniqueFd l(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	sockaddr_in a{};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t len = sizeof(a);
-	if (!l.isValid() || bind(l.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0 || listen(l.get(), 1) < 0 ||
-	    getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len) < 0)
-		return {};
-	UniqueFd c(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	if (!c.isValid() || connect(c.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0)
-		return {};
-	UniqueFd s(accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
-	int one = 1;
-	setsockopt(c.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return { std::move(s), std::move(c) };
-}
 
 /* Frame @seq: a GET_REPLY whose body is @len stamped bytes. */
 Bytes stampedFrame(uint64_t seq, std::size_t len)
@@ -192,7 +172,7 @@ TEST_P(NetLoopTest, DeliversFramesInOrderAndSendsReplies)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(s.isValid() && c.isValid());
 	auto id = loop->addConnection(std::move(s));
 	ASSERT_TRUE(id.ok());
@@ -230,7 +210,7 @@ TEST_P(NetLoopTest, ReassemblesFramesSplitAcrossBuffers)
 	cfg.bufCount = 64;
 	auto loop = make(sink, cfg);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(s.isValid());
 	ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
 	/* Written a few bytes at a time so the poll backend's larger buffer sees splits too. */
@@ -261,7 +241,7 @@ TEST_P(NetLoopTest, ReArmsTheReceiveWhenTheBufferRingRunsDry)
 	cfg.bufCount = 2; /* two buffers: 64 KiB in flight must exhaust them */
 	auto loop = make(sink, cfg);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(s.isValid());
 	ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
 	loop->poll(); /* arm the receive */
@@ -290,7 +270,7 @@ TEST_P(NetLoopTest, ClosesAStreamWhoseHeaderAnnouncesTooLongABody)
 	cfg.maxBody = 1024;
 	auto loop = make(sink, cfg);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(s.isValid());
 	ConnId id = loop->addConnection(std::move(s)).value();
 	Bytes good = stampedFrame(1, 10);
@@ -313,8 +293,8 @@ TEST_P(NetLoopTest, ReportsThePeersCloseOnceAndForgetsClosedConnections)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s1, c1] = tcpPair();
-	auto [s2, c2] = tcpPair();
+	auto [s1, c1] = net::loopbackTcpPair();
+	auto [s2, c2] = net::loopbackTcpPair();
 	ASSERT_TRUE(s1.isValid() && s2.isValid());
 	ConnId a = loop->addConnection(std::move(s1)).value();
 	ConnId b = loop->addConnection(std::move(s2)).value();
@@ -339,7 +319,7 @@ TEST_P(NetLoopTest, WakeEndsAParkFromAnotherThread)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
 	loop->poll();
 	for (int round = 0; round < 3; ++round) {
@@ -371,7 +351,7 @@ TEST_P(NetLoopTest, DataEndsAPark)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s, c] = tcpPair();
+	auto [s, c] = net::loopbackTcpPair();
 	ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
 	loop->poll();
 	std::thread writer([fd = c.get()] {
