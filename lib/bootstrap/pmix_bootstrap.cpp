@@ -334,7 +334,8 @@ int PmixBootstrap::exchange(uint64_t ctx, uint64_t seq, std::span<const int> mem
 		total += c.fdCount;
 		if (i == 0)
 			hubCounter = c.counter;
-		std::memcpy(all.data() + i * len, gathered.data() + i * itemBytes + sizeof(Contribution), len);
+		if (len > 0) /* an empty vector's data() may be null: memcpy must not see it */
+			std::memcpy(all.data() + i * len, gathered.data() + i * itemBytes + sizeof(Contribution), len);
 	}
 
 	GatherResult result;
