@@ -129,6 +129,22 @@ Wait waitFor(int fd, short events, std::span<const Watched> watch, Clock::time_p
 	}
 }
 
+/* A wait's outcome as sendMessage()/recvMessage() report it: 0 (ready) or -errno. */
+int waitErrno(Wait w)
+{
+	switch (w) {
+	case Wait::Ready:
+		return 0;
+	case Wait::PeerDied:
+		return -ESRCH;
+	case Wait::TimedOut:
+		return -ETIMEDOUT;
+	case Wait::Failed:
+		break;
+	}
+	return errno ? -errno : -EIO; /* never 0: a failed wait is not "ready" */
+}
+
 /*
  * Send all of @m on non-blocking @sock. Returns 0, or -errno
  * (-ETIMEDOUT at the deadline, -ESRCH when the watched peer died).
@@ -149,16 +165,8 @@ int sendMessage(int sock, boot::OutMessage &m, std::span<const Watched> watch, C
 		if (rc != -EAGAIN)
 			return rc;
 		int dead = -1;
-		switch (waitFor(sock, POLLOUT, watch, deadline, dead)) {
-		case Wait::Ready:
-			break;
-		case Wait::PeerDied:
-			return -ESRCH;
-		case Wait::TimedOut:
-			return -ETIMEDOUT;
-		case Wait::Failed:
-			return -errno;
-		}
+		if (int w = waitErrno(waitFor(sock, POLLOUT, watch, deadline, dead)); w != 0)
+			return w;
 	}
 	return 0;
 }
@@ -174,16 +182,8 @@ int recvMessage(int sock, boot::InMessage &m, std::span<const Watched> watch, Cl
 			continue;
 		if (rc != -EAGAIN)
 			return rc;
-		switch (waitFor(sock, POLLIN, watch, deadline, deadRank)) {
-		case Wait::Ready:
-			break;
-		case Wait::PeerDied:
-			return -ESRCH;
-		case Wait::TimedOut:
-			return -ETIMEDOUT;
-		case Wait::Failed:
-			return -errno;
-		}
+		if (int w = waitErrno(waitFor(sock, POLLIN, watch, deadline, deadRank)); w != 0)
+			return w;
 	}
 }
 
