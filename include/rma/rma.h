@@ -318,6 +318,52 @@ RMA_API int rma_init(int *argc, char ***argv);
  */
 RMA_API int rma_init_thread(int *argc, char ***argv, int required, int *provided);
 
+/** @brief How librma joins a job that another runtime (an MPI library) already connected: rma_init_external(). */
+typedef struct rma_bootstrap_ops {
+	unsigned version;    /**< RMA_BOOTSTRAP_OPS_VERSION */
+	int rank;            /**< this process in the external world, 0..size-1 */
+	int size;            /**< processes in the external world */
+	const int *host_of;  /**< size entries; equal values = processes that share memory (copied) */
+	uint64_t job_id;     /**< equal at every rank, distinct between concurrent jobs on a host */
+	void *arg;           /**< handed back to every callback */
+	/**
+	 * Collective over exactly @p members (external world ranks in group order;
+	 * this process is members[my_index]): every member gives @p len bytes at
+	 * @p send, every member gets count * len bytes at @p recv, in member
+	 * order. Blocking; called only on librma's setup path (init, communicator
+	 * and window creation and free, finalize), never on the data path, from
+	 * the thread that is inside the rma_ call. Returns 0, or non-zero (librma
+	 * then fails the call with RMA_ERR_INTERN naming the collective).
+	 */
+	int (*allgather)(void *arg, const int *members, int count, int my_index, const void *send, size_t len,
+			 void *recv);
+	/** End the whole job with @p code (MPI_Abort); must not return. */
+	void (*abort)(void *arg, int code);
+} rma_bootstrap_ops;
+
+/** The rma_bootstrap_ops layout this header describes. */
+#define RMA_BOOTSTRAP_OPS_VERSION 1
+
+/**
+ * @brief rma_init_thread() for a process whose job another runtime started.
+ *
+ * librma's world is the external world of @p ops (RMA_COMM_WORLD rank r is
+ * external rank r); collective data goes through @p ops->allgather, file
+ * descriptors between the processes of a host through librma's own
+ * host-local channel (abstract Unix sockets named after @p ops->job_id).
+ * Collective over the external world. The progress agent and segments are
+ * made at the first window, as after rma_init(). rma_finalize() then ends
+ * librma only (a world barrier through @p ops), never the process.
+ * @param[in] ops       Copied; its callbacks must stay callable until rma_finalize() returns.
+ * @param[in] required  RMA_THREAD_SINGLE ... RMA_THREAD_MULTIPLE.
+ * @param[out] provided min(required, RMA_THREAD_SERIALIZED).
+ * @return RMA_SUCCESS; RMA_ERR_ARG for a NULL or unknown-version @p ops, a
+ *         NULL callback, or rank/size/host_of out of range; RMA_ERR_OTHER if
+ *         already initialized or finalized; RMA_ERR_INTERN if a collective
+ *         callback fails or the host-local channel cannot listen.
+ */
+RMA_API int rma_init_external(const rma_bootstrap_ops *ops, int required, int *provided);
+
 /**
  * @brief Finalize librma (collective over the job).
  *
