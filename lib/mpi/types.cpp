@@ -616,20 +616,46 @@ int orderOf(int mpiOrder)
 	return mpiOrder == MPI_ORDER_FORTRAN ? RMA_ORDER_FORTRAN : RMA_ORDER_C;
 }
 
-/* A derived type from its contents; its children are decoded first. */
-int build(const Contents &c, RmaType &out, std::string &why)
+/* MPI-1's bound markers (MPICH keeps them; removed in MPI-3). */
+bool isBoundMarker([[maybe_unused]] MPI_Datatype t)
+{
+#if RMAMPI_HAVE_MPI1_NAMES && defined(MPI_LB) && defined(MPI_UB)
+	return t == MPI_LB || t == MPI_UB;
+#else
+	return false;
+#endif
+}
+
+/*
+ * A derived type from its contents; its children are decoded first. A
+ * struct with MPI_LB/MPI_UB markers is built without them and takes the
+ * MPI's bounds of @type (what the markers say, resized as MPI-3 defines them).
+ */
+int build(MPI_Datatype type, const Contents &c, RmaType &out, std::string &why)
 {
 	std::vector<RmaType> children;
 	bool opaque = false;
+	bool markers = false;
 	for (MPI_Datatype t : c.types.types) {
 		RmaType child;
-		if (int rc = decode(t, child, why))
+		if (isBoundMarker(t)) {
+			markers = true;
+		} else if (int rc = decode(t, child, why)) {
 			return rc;
+		}
 		opaque = opaque || child.opaque();
 		children.push_back(std::move(child));
 	}
 	if (children.empty()) {
 		why = format("an MPI %s type lists no old type", combinerName(c.combiner));
+		return MPI_ERR_TYPE;
+	}
+	if (markers && c.combiner != MPI_COMBINER_STRUCT
+#if RMAMPI_HAVE_MPI1_NAMES
+	    && c.combiner != MPI_COMBINER_STRUCT_INTEGER
+#endif
+	) {
+		why = format("an MPI %s type of MPI_LB or MPI_UB", combinerName(c.combiner));
 		return MPI_ERR_TYPE;
 	}
 	if (c.combiner == MPI_COMBINER_DUP) {
@@ -713,11 +739,28 @@ int build(const Contents &c, RmaType &out, std::string &why)
 			return MPI_ERR_TYPE;
 		}
 		std::vector<rma_datatype> types;
-		for (const RmaType &t : children)
-			types.push_back(t.get());
+		size_t kept = 0;
+		for (size_t k = 0; k < children.size() && !a.tooShort(); ++k) {
+			if (children[k].get() == RMA_DATATYPE_NULL)
+				continue; /* a bound marker */
+			blocklengths[kept] = blocklengths[k];
+			displacements[kept] = displacements[k];
+			types.push_back(children[k].get());
+			++kept;
+		}
 		if (!a.tooShort())
-			rc = rma_type_create_struct_c(count, blocklengths.data(), displacements.data(), types.data(),
-						      &made);
+			rc = rma_type_create_struct_c(static_cast<rma_count>(kept), blocklengths.data(),
+						      displacements.data(), types.data(), &made);
+		if (rc == RMA_SUCCESS && markers) {
+			RmaType data(made, false, opaque);
+			MPI_Count lb, extent;
+			if (PMPI_Type_get_extent_x(type, &lb, &extent) != MPI_SUCCESS) {
+				why = "the MPI's bounds of a STRUCT type with MPI_LB/MPI_UB are unknown";
+				return MPI_ERR_TYPE;
+			}
+			call = "rma_type_create_resized_c (MPI_LB/MPI_UB)";
+			rc = rma_type_create_resized_c(data.get(), lb, extent, &made);
+		}
 		break;
 	}
 	case MPI_COMBINER_SUBARRAY: {
@@ -766,7 +809,8 @@ int build(const Contents &c, RmaType &out, std::string &why)
 /*
  * The standard's ub of a type map ends with an ε that rounds the extent up
  * to the alignment of its basic types. MPICH and librma add it to structs
- * only; Open MPI 4.1 also to hindexed_block (and maybe others). A derived
+ * only; Open MPI 4.1 also to the byte-displacement types (hvector, hindexed,
+ * hindexed_block). A derived
  * type whose upper bound falls short of the MPI's by less than the largest
  * alignment (16, long double), at the same lower bound, takes the MPI's
  * bounds, so types built over it stride as the MPI's do. Any other
@@ -814,7 +858,7 @@ int decode(MPI_Datatype type, RmaType &out, std::string &why)
 	default:
 		break;
 	}
-	if (int rc = build(c, out, why))
+	if (int rc = build(type, c, out, why))
 		return rc;
 	return alignExtent(type, c.combiner, out, why);
 }

@@ -447,6 +447,26 @@ TEST(MpiDerivedTypes, AbsoluteStructPacksFromMpiBottom)
 	expectPackEquivalent(MpiType(t).get(), 1, true);
 }
 
+TEST(MpiDerivedTypes, BoundMarkersOfMpi1SetTheStructsBounds)
+{
+#if defined(MPI_LB) && defined(MPI_UB) && !(defined(OPEN_MPI) && !OMPI_ENABLE_MPI1_COMPAT)
+	int bl[] = { 1, 3, 2, 1 };
+	MPI_Aint disp[] = { -8, 4, 24, 56 };
+	MPI_Datatype types[] = { MPI_LB, MPI_INT, MPI_SHORT, MPI_UB };
+	MPI_Datatype t, v;
+	ASSERT_EQ(MPI_Type_struct(4, bl, disp, types, &t), MPI_SUCCESS);
+	MpiType s(t);
+	expectPackEquivalent(s.get(), 3);
+	ASSERT_EQ(MPI_Type_vector(2, 2, 3, s.get(), &v), MPI_SUCCESS);
+	expectPackEquivalent(MpiType(v).get(), 2);
+	MPI_Datatype onlyLb[] = { MPI_LB, MPI_INT, MPI_SHORT };
+	ASSERT_EQ(MPI_Type_create_struct(3, bl, disp, onlyLb, &t), MPI_SUCCESS);
+	expectPackEquivalent(MpiType(t).get(), 3);
+#else
+	GTEST_SKIP() << "this mpi.h has no MPI_LB/MPI_UB";
+#endif
+}
+
 TEST(MpiDerivedTypes, F90TypesMapBySize)
 {
 	MPI_Datatype t;
