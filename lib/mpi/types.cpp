@@ -113,9 +113,17 @@ private:
 	 */
 	static bool mustFree(MPI_Datatype t)
 	{
-		int ni, na, nd, combiner;
+		int combiner;
+#if RMAMPI_HAVE_LARGE_COUNT
+		/* MPICH refuses the int envelope of a type made by a _c constructor (an error, fatal by default). */
+		MPI_Count ni, na, nc, nd;
+		if (t == MPI_DATATYPE_NULL || PMPI_Type_get_envelope_c(t, &ni, &na, &nc, &nd, &combiner) != MPI_SUCCESS)
+			return false;
+#else
+		int ni, na, nd;
 		if (t == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
 			return false;
+#endif
 		return combiner != MPI_COMBINER_NAMED && combiner != MPI_COMBINER_F90_REAL &&
 		       combiner != MPI_COMBINER_F90_COMPLEX && combiner != MPI_COMBINER_F90_INTEGER;
 	}
@@ -581,6 +589,10 @@ int expandDarray(int rank, const std::vector<rma_count> &gsizes, const std::vect
 		 std::string &why)
 {
 	int ndims = static_cast<int>(gsizes.size());
+	if (ndims == 0) {
+		why = "an MPI DARRAY type with ndims 0";
+		return MPI_ERR_TYPE;
+	}
 	std::vector<int> coords(ndims);
 	for (int i = ndims - 1, r = rank; i >= 0; --i) {
 		coords[i] = psizes[i] > 0 ? r % psizes[i] : 0;
@@ -600,11 +612,6 @@ int expandDarray(int rank, const std::vector<rma_count> &gsizes, const std::vect
 			return rc;
 		cur = std::move(next);
 		curExtent *= gsizes[i];
-	}
-	if (ndims == 0) {
-		/* Not a legal darray; keep the contract's shape anyway. */
-		why = "an MPI DARRAY type with ndims 0";
-		return MPI_ERR_TYPE;
 	}
 	cur.setOpaque(opaque);
 	out = std::move(cur);

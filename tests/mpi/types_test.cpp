@@ -73,6 +73,18 @@ std::string describe(MPI_Datatype type)
 }
 
 /*
+ * MPI errors raised on MPI_COMM_WORLD or MPI_COMM_SELF (where each MPI
+ * raises datatype errors): translateType must raise none, since a program's
+ * handler is usually MPI_ERRORS_ARE_FATAL.
+ */
+int gMpiErrors = 0;
+
+void countMpiError(MPI_Comm *, int *, ...)
+{
+	++gMpiErrors;
+}
+
+/*
  * Translate @type; compare its shape with the MPI's; pack @count elements
  * with both from the same random bytes. @absolute: the type holds absolute
  * addresses, the buffer is MPI_BOTTOM.
@@ -82,8 +94,10 @@ void expectPackEquivalent(MPI_Datatype type, int count = 2, bool absolute = fals
 	SCOPED_TRACE(describe(type));
 	TypeEntry e;
 	std::string why;
+	gMpiErrors = 0;
 	ASSERT_EQ(rmampi::translateType(type, e, why), MPI_SUCCESS) << why;
 	Translated owned(e);
+	EXPECT_EQ(gMpiErrors, 0) << "translateType made MPI calls that failed";
 	ASSERT_NE(e.type, RMA_DATATYPE_NULL);
 	if (entry)
 		*entry = e;
@@ -556,6 +570,15 @@ TEST(MpiDerivedTypes, LargeCountConstructors)
 	expectPackEquivalent(MpiType(t).get());
 	ASSERT_EQ(MPI_Type_create_resized_c(MPI_INT, -4, 16, &t), MPI_SUCCESS);
 	expectPackEquivalent(MpiType(t).get());
+	/* Large-count children under int constructors, and the other way round. */
+	MPI_Datatype v, outer;
+	ASSERT_EQ(MPI_Type_vector_c(2, 1, 3, MPI_INT, &v), MPI_SUCCESS);
+	ASSERT_EQ(MPI_Type_contiguous(3, v, &outer), MPI_SUCCESS);
+	MPI_Type_free(&v);
+	MpiType o(outer);
+	expectPackEquivalent(o.get(), 2);
+	ASSERT_EQ(MPI_Type_create_hvector_c(2, 1, -40, o.get(), &t), MPI_SUCCESS);
+	expectPackEquivalent(MpiType(t).get(), 2);
 }
 #endif
 
@@ -595,8 +618,11 @@ int main(int argc, char **argv)
 	::testing::InitGoogleTest(&argc, argv);
 	if (MPI_Init(&argc, &argv) != MPI_SUCCESS)
 		return 1;
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+	MPI_Errhandler counting;
+	MPI_Comm_create_errhandler(countMpiError, &counting);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, counting);
+	MPI_Comm_set_errhandler(MPI_COMM_SELF, counting);
+	MPI_Errhandler_free(&counting);
 	if (rma_init(&argc, &argv) != RMA_SUCCESS) {
 		MPI_Finalize();
 		return 1;
