@@ -6,9 +6,19 @@
  * no twin becomes an opaque block of bytes of the same size and extent. A
  * derived type is decoded recursively through the envelope and contents
  * calls and rebuilt with librma's constructors; darray, which librma lacks,
- * is expanded per the standard's definition (block, cyclic, none). The
- * result is committed and its size, extent and true extent are compared with
- * the MPI's before anyone uses it.
+ * is expanded per the standard's definition (block, cyclic, none). Each
+ * derived level takes the MPI's bounds where the bound rules differ
+ * (takeMpiBounds()). The result is committed and its size, extent and true
+ * extent are compared with the MPI's before anyone uses it (checkShape()).
+ *
+ * No MPI call here raises an MPI error on a valid type (types_test checks
+ * it with a counting handler). librma's constructors report a refusal to
+ * RMA_COMM_SELF's handler before returning it: the shim sets
+ * RMA_ERRORS_RETURN there, or a refused type aborts.
+ *
+ * Thread safety: translateType() and translateOp() are reentrant (each call
+ * builds its own types); predefinedTypes() builds its table once, under
+ * C++'s thread-safe static initialisation.
  *
  * Contents are read through the MPI-4 large-count calls when mpi.h has them
  * (RMAMPI_HAVE_LARGE_COUNT: MPICH 4), else through the int ones (Open MPI
@@ -28,6 +38,10 @@
 #include <utility>
 #include <vector>
 
+/*
+ * MPI-4's large-count envelope and contents: the build sets this from a
+ * header probe (MPI_Type_get_envelope_c); else it follows MPI_VERSION.
+ */
 #ifndef RMAMPI_HAVE_LARGE_COUNT
 #if MPI_VERSION >= 4
 #define RMAMPI_HAVE_LARGE_COUNT 1
