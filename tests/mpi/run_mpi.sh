@@ -4,6 +4,7 @@
 #   RMAMPI        path of the rmampi helper; empty or unset: plain MPI
 #   EXPECT_STATS  text the RMA_MPI_STATS line must contain, e.g.
 #                 "windows 2 (librma 1, mpi 1)"; sets RMA_MPI_STATS=1
+# Exports MPI_TEST_RMAMPI=1 to the programs when RMAMPI is set.
 # Exit status: the program's (77 = skipped passes through), or 1 when the
 # stats line is missing or different.
 set -u
@@ -13,6 +14,14 @@ if [ $# -lt 3 ]; then
 fi
 abi=$1 np=$2 prog=$3
 shift 3
+
+# Programs that check shim-only behaviour (mpi_passive_test, the window
+# model) or tolerate a named plain-MPI bug look at this variable.
+if [ -n "${RMAMPI:-}" ]; then
+    export MPI_TEST_RMAMPI=1
+else
+    unset MPI_TEST_RMAMPI
+fi
 
 case $abi in
 mpich)
