@@ -72,7 +72,7 @@ __attribute__((unused)) static void mt_expect_ints_at(const char *file, int line
     mt_expect_ints_at(__FILE__, __LINE__, (what), (expected), (got), (n))
 
 /* MPI_Init + world rank/size; requires at least min_np ranks. */
-static void mt_init(int *argc, char ***argv, int min_np, int *rank, int *size)
+__attribute__((unused)) static void mt_init(int *argc, char ***argv, int min_np, int *rank, int *size)
 {
     MT_MPI(MPI_Init(argc, argv));
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
