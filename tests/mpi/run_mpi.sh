@@ -5,8 +5,11 @@
 #   EXPECT_STATS  text the RMA_MPI_STATS line must contain, e.g.
 #                 "windows 2 (librma 1, mpi 1)"; sets RMA_MPI_STATS=1
 # Exports MPI_TEST_RMAMPI=1 to the programs when RMAMPI is set.
-# Exit status: the program's (77 = skipped passes through), or 1 when the
-# stats line is missing or different.
+#   EXPECT_FAIL   non-empty: the job must end with a non-zero status (which
+#                 then counts as success; 77 still means skipped)
+#   EXPECT_STDERR text stderr must contain
+# Exit status: the program's (77 = skipped passes through), or 1 when an
+# expectation above is not met.
 set -u
 if [ $# -lt 3 ]; then
     echo "usage: $0 mpich|openmpi NP PROG [ARGS...]" >&2
@@ -44,22 +47,37 @@ openmpi)
     ;;
 esac
 
-if [ -z "${EXPECT_STATS:-}" ]; then
+if [ -z "${EXPECT_STATS:-}${EXPECT_FAIL:-}${EXPECT_STDERR:-}" ]; then
     "$@"
     exit $?
 fi
 
-export RMA_MPI_STATS=1
+[ -n "${EXPECT_STATS:-}" ] && export RMA_MPI_STATS=1
 errfile=$(mktemp "${TMPDIR:-/tmp}/run_mpi.XXXXXX") || exit 1
 trap 'rm -f "$errfile"' EXIT
 "$@" 2>"$errfile"
 rc=$?
-if [ "$rc" -ne 0 ]; then
+if [ "$rc" -eq 77 ]; then
+    cat "$errfile" >&2
+    exit 77
+fi
+if [ -n "${EXPECT_FAIL:-}" ]; then
+    if [ "$rc" -eq 0 ]; then
+        cat "$errfile" >&2
+        echo "run_mpi.sh: expected a non-zero exit status, got 0" >&2
+        exit 1
+    fi
+elif [ "$rc" -ne 0 ]; then
     cat "$errfile" >&2
     exit "$rc"
 fi
-if ! grep "^librma-mpi: windows " "$errfile" | grep -F -q -- "$EXPECT_STATS"; then
-    echo "run_mpi.sh: RMA_MPI_STATS: expected stderr to contain 'librma-mpi: ... $EXPECT_STATS', got:" >&2
+if [ -n "${EXPECT_STDERR:-}" ] && ! grep -F -q -- "$EXPECT_STDERR" "$errfile"; then
+    echo "run_mpi.sh: expected stderr to contain '$EXPECT_STDERR', got:" >&2
+    cat "$errfile" >&2
+    exit 1
+fi
+if [ -n "${EXPECT_STATS:-}" ] && ! grep "^librma-mpi: windows " "$errfile" | grep -F -q -- "$EXPECT_STATS"; then
+    echo "run_mpi.sh: RMA_MPI_STATS: expected a line 'librma-mpi: windows ...' containing '$EXPECT_STATS', got:" >&2
     cat "$errfile" >&2
     exit 1
 fi
