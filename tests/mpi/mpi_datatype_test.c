@@ -2,7 +2,8 @@
  * put, get, accumulate (MPI_SUM) and get_accumulate: dup, contiguous,
  * vector, hvector, indexed, hindexed, indexed_block, hindexed_block, struct
  * (with a derived member), subarray (C and Fortran order), darray (block,
- * cyclic(k), none), resized (larger extent and a negative lower bound).
+ * cyclic(k), none), resized (larger extent and a negative lower bound),
+ * and MPI_Type_create_f90_integer (with types built from it; put and get).
  * Every type is paired with itself, with plain MPI_INT and with the next
  * type of the list (counts chosen so the signatures match).
  *
@@ -222,6 +223,36 @@ static void pair(const struct ty *a, const struct ty *b)
         one(a, ac, b, bc, op);
 }
 
+/* MPI_Type_create_f90_integer: a type with its own signature (not MPI_INT's),
+ * so only paired with itself and types built from it; put and get. The
+ * returned type is predefined-like and must not be freed. */
+static void f90_types(void)
+{
+    MPI_Datatype f, v, c;
+    int sz;
+    MT_MPI(MPI_Type_create_f90_integer(9, &f));
+    MT_MPI(MPI_Type_size(f, &sz));
+    if (sz != (int)sizeof(int)) {
+        if (rank == 0)
+            printf("mpi_datatype_test: f90_integer(9) skipped: %d bytes, not %d\n", sz, (int)sizeof(int));
+        return;
+    }
+    MT_MPI(MPI_Type_vector(3, 2, 4, f, &v));
+    MT_MPI(MPI_Type_commit(&v));
+    MT_MPI(MPI_Type_contiguous(6, f, &c));
+    MT_MPI(MPI_Type_commit(&c));
+    struct ty tf = { "f90_integer(9)", f, 1 }, tv = { "vector(3,2,4) of f90_integer(9)", v, 6 },
+              tc = { "contiguous(6) of f90_integer(9)", c, 6 };
+    for (int op = OP_PUT; op <= OP_GET; op++) {
+        one(&tf, 5, &tf, 5, op);
+        one(&tv, 2, &tc, 2, op);
+        one(&tc, 2, &tv, 2, op);
+        one(&tf, 12, &tv, 2, op);
+    }
+    MT_MPI(MPI_Type_free(&v));
+    MT_MPI(MPI_Type_free(&c));
+}
+
 /* Absolute addresses over a dynamic window: the origin is MPI_BOTTOM plus an
  * absolute struct; the target is either target_disp 0 (MPI_BOTTOM) plus an
  * absolute struct, or target_disp = an address plus a relative struct. */
@@ -358,6 +389,7 @@ int main(int argc, char **argv)
         pair(&plain, &types[i]);
         pair(&types[i], &types[(i + 1) % ntypes]);
     }
+    f90_types();
     MT_MPI(MPI_Win_free(&win));
     bottom_test();
     for (int i = 0; i < ntypes; i++)
