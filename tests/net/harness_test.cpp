@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The namespace harness (tools/netns/rma-netns) and the PMIx bootstrap
+ * across its simulated hosts: 2 hosts (a veth pair) and 3 hosts (a bridge),
+ * 2 ranks each, started by mpirun.openmpi inside host 1. The ranks
+ * (harness_hello) check host indices against their network namespaces and
+ * pass descriptors among local ranks; this test checks what they print and
+ * that `down` leaves no namespace of its prefix behind.
+ *
+ * Skipped when not root, without PMIx, without mpirun.openmpi, or where
+ * network namespaces cannot be made (the harness exits 77).
+ */
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/multiproc.h"
+
+#include "config.h"
+
+namespace librma {
+namespace {
+
+using test::CommandResult;
+using test::runCommand;
+
+constexpr int kRanksPerHost = 2;
+
+int countOf(const std::string &text, const std::string &needle)
+{
+	int n = 0;
+	for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+		++n;
+	return n;
+}
+
+/*
+ * The harness prefix of this build directory: stable across runs (so setup
+ * removes what a killed run left), different between build directories and
+ * worktrees (so parallel runs do not meet), ending in a letter as the
+ * harness requires.
+ */
+std::string prefixFor(const std::string &path)
+{
+	uint64_t hash = 0xcbf29ce484222325ull;
+	for (char c : path) {
+		hash ^= static_cast<unsigned char>(c);
+		hash *= 0x100000001b3ull;
+	}
+	return "rmt" + std::to_string(hash % 10000) + "h";
+}
+
+class HarnessHelloTest : public testing::TestWithParam<int>
+{
+protected:
+	void SetUp() override
+	{
+#ifndef HAVE_PMIX
+		GTEST_SKIP() << "librma was built without PMIx (libpmix-dev)";
+#endif
+		const char *netns = std::getenv("RMA_NETNS");
+		const char *hello = std::getenv("RMA_HARNESS_HELLO");
+		if (!netns || !hello)
+			GTEST_SKIP() << "RMA_NETNS and RMA_HARNESS_HELLO name the harness and the program (meson test "
+					"sets them)";
+		if (geteuid() != 0)
+			GTEST_SKIP() << "network namespaces need root";
+		netns_ = netns;
+		hello_ = hello;
+		prefix_ = prefixFor(hello_);
+		const char *tmp = std::getenv("TMPDIR");
+		dir_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix_;
+		unsetenv("RMA_BOOT");
+		unsetenv("RMA_BOOT_FD");
+		/* A run killed before its TearDown left these: they are ours (same build directory). */
+		runCommand({ netns_, "down", prefix_ }, 60);
+	}
+
+	void TearDown() override
+	{
+		if (!prefix_.empty())
+			runCommand({ netns_, "down", prefix_ }, 60);
+	}
+
+	/* The namespaces of our prefix that exist: prefix<digits> and prefix"br". */
+	std::vector<std::string> ownNamespaces()
+	{
+		CommandResult r = runCommand({ "ip", "netns", "list" }, 30);
+		EXPECT_EQ(r.status, 0) << r.err;
+		std::vector<std::string> own;
+		std::istringstream lines(r.out);
+		for (std::string line; std::getline(lines, line);) {
+			std::string name = line.substr(0, line.find(' '));
+			if (name.rfind(prefix_, 0) != 0)
+				continue;
+			std::string rest = name.substr(prefix_.size());
+			if (rest == "br" || (!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos))
+				own.push_back(name);
+		}
+		return own;
+	}
+
+	std::string netns_;
+	std::string hello_;
+	std::string prefix_;
+	std::string dir_;
+};
+
+TEST_P(HarnessHelloTest, RanksOnEachNamespaceHostShareOneHostAndItsDescriptors)
+{
+	const int hosts = GetParam();
+	const int n = hosts * kRanksPerHost;
+
+	CommandResult up = runCommand({ netns_, "up", "--hosts", std::to_string(hosts), "--prefix", prefix_ }, 60);
+	if (up.status == 77)
+		GTEST_SKIP() << up.err;
+	ASSERT_EQ(up.status, 0) << up.out << up.err;
+	EXPECT_NE(up.out.find("SUBNET=10.77."), std::string::npos) << up.out;
+	EXPECT_EQ(ownNamespaces().size(), std::size_t(hosts >= 3 ? hosts + 1 : hosts));
+	EXPECT_EQ(access((dir_ + "/nsagent").c_str(), X_OK), 0) << dir_;
+	EXPECT_EQ(access((dir_ + "/hostfile").c_str(), R_OK), 0) << dir_;
+
+	CommandResult run = runCommand({ netns_, "run", prefix_, "--", "-np", std::to_string(n), hello_,
+					 std::to_string(hosts) },
+				       150);
+	EXPECT_EQ(run.status, 0) << "(124: mpirun ran out of time)\n" << run.out << run.err;
+	for (int r = 0; r < n; ++r) {
+		/* The hostfile gives each host 2 slots: ranks 2h and 2h+1 on host h, namespace prefix<h+1>. */
+		const int h = r / kRanksPerHost;
+		const std::string rank = std::to_string(r);
+		const std::string hello = "hello rank " + rank + " of " + std::to_string(n) + ": host " +
+					  std::to_string(h) + " of " + std::to_string(hosts) + ", local peers " +
+					  std::to_string(h * kRanksPerHost) + "," +
+					  std::to_string(h * kRanksPerHost + 1) + ", netns ";
+		EXPECT_EQ(countOf(run.out, hello), 1) << hello << "\n" << run.out << run.err;
+		std::size_t at = run.out.find(hello);
+		if (at != std::string::npos) {
+			std::string line = run.out.substr(at, run.out.find('\n', at) - at);
+			EXPECT_NE(line.find(", hostname " + prefix_ + std::to_string(h + 1)), std::string::npos)
+				<< line;
+		}
+		EXPECT_EQ(countOf(run.out, "rank " + rank + ": fds among local peers ok"), 1) << run.out << run.err;
+		EXPECT_EQ(countOf(run.out, "rank " + rank + ": fds across hosts refused ok"), 1)
+			<< run.out << run.err;
+		EXPECT_EQ(countOf(run.out, "rank " + rank + ": done"), 1) << run.out << run.err;
+	}
+
+	CommandResult down = runCommand({ netns_, "down", prefix_ }, 60);
+	EXPECT_EQ(down.status, 0) << down.out << down.err;
+	EXPECT_TRUE(ownNamespaces().empty());
+	EXPECT_NE(access(dir_.c_str(), F_OK), 0) << dir_ << " is still there";
+}
+
+/* 2 hosts: a veth pair; 3 hosts: a bridge in its own namespace. */
+INSTANTIATE_TEST_SUITE_P(Hosts, HarnessHelloTest, testing::Values(2, 3),
+			 [](const testing::TestParamInfo<int> &info) { return std::to_string(info.param); });
+
+} /* namespace */
+} /* namespace librma */
