@@ -38,20 +38,21 @@ namespace {
 
 int myRank = -1;
 
+/* One write per failure, so that the ranks' messages do not interleave. */
 #define CHECK(cond, ...)                                                                                               \
 	do {                                                                                                           \
 		if (!(cond)) {                                                                                         \
-			std::fprintf(stderr, "rank %d: check failed: %s: ", myRank, #cond);                            \
-			std::fprintf(stderr, __VA_ARGS__);                                                             \
-			std::fprintf(stderr, "\n");                                                                    \
+			char why[512];                                                                                 \
+			std::snprintf(why, sizeof(why), __VA_ARGS__);                                                  \
+			std::fprintf(stderr, "rank %d: check failed: %s: %s\n", myRank, #cond, why);                   \
 			std::exit(1);                                                                                  \
 		}                                                                                                      \
 	} while (0)
 
 /* What each rank tells the others about where the kernel put it. */
 struct Where {
-	uint64_t netns;     /* inode of /proc/self/ns/net */
-	char hostname[64];  /* gethostname(): the harness names it after the namespace */
+	uint64_t netns;	   /* inode of /proc/self/ns/net */
+	char hostname[64]; /* gethostname(): the harness names it after the namespace */
 };
 
 Where whereAmI()
