@@ -10,9 +10,11 @@
  * Skipped when not root, without PMIx, without mpirun.openmpi, or where
  * network namespaces cannot be made (the harness exits 77).
  */
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,6 +32,50 @@ using test::CommandResult;
 using test::runCommand;
 
 constexpr int kRanksPerHost = 2;
+
+/*
+ * The "trap ... INT TERM" of this test: when meson's timeout or ^C stops it
+ * mid-run (SIGTERM/SIGINT to the test's process group, SIGKILL soon after),
+ * a child in a session of its own runs `rma-netns down PREFIX`, so the
+ * namespaces and the mpirun inside them go at once, not at the next run's
+ * setup. Only async-signal-safe calls in the handler: the arguments are
+ * prepared in armCleanup().
+ */
+char gNetns[4096];
+char gPrefix[64];
+
+extern "C" void cleanupAndDie(int sig)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		setsid();
+		char down[] = "down";
+		char *argv[] = { gNetns, down, gPrefix, nullptr };
+		execv(gNetns, argv);
+		_exit(127);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void armCleanup(const std::string &netns, const std::string &prefix)
+{
+	if (netns.size() >= sizeof(gNetns) || prefix.size() >= sizeof(gPrefix))
+		return;
+	std::memcpy(gNetns, netns.c_str(), netns.size() + 1);
+	std::memcpy(gPrefix, prefix.c_str(), prefix.size() + 1);
+	struct sigaction action = {};
+	action.sa_handler = cleanupAndDie;
+	sigemptyset(&action.sa_mask);
+	sigaction(SIGTERM, &action, nullptr);
+	sigaction(SIGINT, &action, nullptr);
+}
+
+void disarmCleanup()
+{
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+}
 
 int countOf(const std::string &text, const std::string &needle)
 {
@@ -95,12 +141,14 @@ protected:
 		unsetenv("RMA_BOOT_FD");
 		/* A run killed before its TearDown left these: they are ours (same build directory). */
 		runCommand({ netns_, "down", prefix_ }, 60);
+		armCleanup(netns_, prefix_);
 	}
 
 	void TearDown() override
 	{
 		if (!prefix_.empty())
 			runCommand({ netns_, "down", prefix_ }, 60);
+		disarmCleanup();
 	}
 
 	/* rma-netns up: @hosts hosts, checked; skips the test where the harness cannot run. */
