@@ -5,7 +5,8 @@
  * 2 ranks each, started by mpirun.openmpi inside host 1. The ranks
  * (harness_hello) check host indices against their network namespaces and
  * pass descriptors among local ranks; this test checks what they print and
- * that `down` leaves no namespace of its prefix behind.
+ * that `down` leaves no namespace of its prefix behind. RmaNetnsTest checks
+ * the harness alone: down spares other prefixes, link-cut/link-restore.
  *
  * Skipped when not root, without PMIx, without mpirun.openmpi, or where
  * network namespaces cannot be made (the harness exits 77).
@@ -117,7 +118,7 @@ std::string prefixFor(const std::string &path)
 	return "rmt" + std::to_string(hash % 10000) + "h";
 }
 
-class HarnessHelloTest : public testing::TestWithParam<int>
+class HarnessFixture : public testing::Test
 {
 protected:
 	void SetUp() override
@@ -177,18 +178,20 @@ protected:
 		EXPECT_NE(access(dir_.c_str(), F_OK), 0) << dir_ << " is still there";
 	}
 
-	/* The namespaces of our prefix that exist: prefix<digits> and prefix"br". */
-	std::vector<std::string> ownNamespaces()
+	/* The namespaces of @prefix (ours by default) that exist: prefix<digits> and prefix"br". */
+	std::vector<std::string> ownNamespaces(std::string prefix = "")
 	{
+		if (prefix.empty())
+			prefix = prefix_;
 		CommandResult r = runCommand({ "ip", "netns", "list" }, 30);
 		EXPECT_EQ(r.status, 0) << r.err;
 		std::vector<std::string> own;
 		std::istringstream lines(r.out);
 		for (std::string line; std::getline(lines, line);) {
 			std::string name = line.substr(0, line.find(' '));
-			if (name.rfind(prefix_, 0) != 0)
+			if (name.rfind(prefix, 0) != 0)
 				continue;
-			std::string rest = name.substr(prefix_.size());
+			std::string rest = name.substr(prefix.size());
 			if (rest == "br" ||
 			    (!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos))
 				own.push_back(name);
@@ -208,7 +211,7 @@ protected:
  * node: ranks h and h + hosts). Host h is namespace prefix<h+1> either way:
  * host indices follow the first rank of each host.
  */
-void HarnessHelloTest::runHello(int hosts, bool roundRobin)
+void HarnessFixture::runHello(int hosts, bool roundRobin)
 {
 	const int n = hosts * kRanksPerHost;
 	bringUp(hosts);
@@ -243,6 +246,10 @@ void HarnessHelloTest::runHello(int hosts, bool roundRobin)
 	}
 	takeDown();
 }
+
+class HarnessHelloTest : public HarnessFixture, public testing::WithParamInterface<int>
+{
+};
 
 TEST_P(HarnessHelloTest, RanksOnEachNamespaceHostShareOneHostAndItsDescriptors)
 {
@@ -305,6 +312,44 @@ TEST_P(HarnessHelloTest, RmaInitNamesTheSameHostsInItsVerboseLine)
 /* 2 hosts: a veth pair; 3 hosts: a bridge in its own namespace. */
 INSTANTIATE_TEST_SUITE_P(Hosts, HarnessHelloTest, testing::Values(2, 3),
 			 [](const testing::TestParamInfo<int> &info) { return std::to_string(info.param); });
+
+class RmaNetnsTest : public HarnessFixture
+{
+};
+
+/*
+ * Another harness whose prefix starts with ours (ours + "x") keeps its
+ * namespaces through our down; link-cut and link-restore take host 2's eth0
+ * down and up. No mpirun.
+ */
+TEST_F(RmaNetnsTest, DownLeavesOtherPrefixesAloneAndLinkCutTakesEth0Down)
+{
+	const std::string other = prefix_ + "x";
+	runCommand({ netns_, "down", other }, 60);
+	bringUp(3);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	CommandResult up = runCommand({ netns_, "up", "--hosts", "2", "--prefix", other }, 60);
+	ASSERT_EQ(up.status, 0) << up.out << up.err;
+	EXPECT_EQ(ownNamespaces(other).size(), 2u);
+
+	auto eth0 = [&](const std::string &ns) {
+		return runCommand({ "ip", "-n", ns, "link", "show", "eth0" }, 30).out;
+	};
+	CommandResult cut = runCommand({ netns_, "link-cut", prefix_, "2" }, 30);
+	EXPECT_EQ(cut.status, 0) << cut.err;
+	EXPECT_NE(eth0(prefix_ + "2").find("state DOWN"), std::string::npos) << eth0(prefix_ + "2");
+	EXPECT_NE(eth0(prefix_ + "1").find("state UP"), std::string::npos) << eth0(prefix_ + "1");
+	CommandResult restore = runCommand({ netns_, "link-restore", prefix_, "2" }, 30);
+	EXPECT_EQ(restore.status, 0) << restore.err;
+	EXPECT_NE(eth0(prefix_ + "2").find("state UP"), std::string::npos) << eth0(prefix_ + "2");
+
+	takeDown();
+	EXPECT_EQ(ownNamespaces(other).size(), 2u) << "down " << prefix_ << " took " << other << "'s namespaces";
+	CommandResult down = runCommand({ netns_, "down", other }, 60);
+	EXPECT_EQ(down.status, 0) << down.err;
+	EXPECT_TRUE(ownNamespaces(other).empty());
+}
 
 } /* namespace */
 } /* namespace librma */
