@@ -287,8 +287,19 @@ int setUpDoorbells(Comm &world)
 	std::vector<int> fds;
 	int status = RMA_SUCCESS;
 
-	/* One host today: world rank 0 makes the host's segment (later the lowest rank of each host). */
-	if (world.rank() == 0) {
+	/*
+	 * One segment per host, made by the host's first world rank and handed
+	 * to the host's other ranks (descriptors never cross hosts). It keeps
+	 * one doorbell per world rank, so a rank's index is its world rank
+	 * whichever host it is on.
+	 */
+	std::shared_ptr<Comm> host;
+	if (world.size() > 1) {
+		Runtime &rt = runtime();
+		RMA_TRY(world.split(rt.bootstrap->host(world.rank()), world.rank(), host));
+	}
+	const bool leader = !host || host->rank() == 0;
+	if (leader) {
 		SegmentOptions options;
 		options.size = bytes;
 		options.hugePages = HugePages::Off;
@@ -307,31 +318,35 @@ int setUpDoorbells(Comm &world)
 			mine.status = errorClass(status);
 		}
 	}
-	GatherResult out;
-	RMA_TRY(world.allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
-	if (status != RMA_SUCCESS)
-		return status;
-	int32_t rootStatus;
-	std::memcpy(&rootStatus, out.data.data(), sizeof(rootStatus));
-	if (rootStatus != RMA_SUCCESS)
-		return makeError(rootStatus, "rma_init: rank 0 could not make the host's doorbell segment (%s)",
-				 className(rootStatus));
-
-	if (world.rank() != 0) {
-		if (out.fdCounts.empty() || out.fdCounts[0] != 1)
-			return makeError(RMA_ERR_INTERN, "rma_init: rank 0 passed no doorbell segment");
-		auto seg = Segment::attach(std::move(out.fds[0]), bytes, false);
-		if (!seg)
-			return seg.code();
-		p.segment = std::move(seg.value());
-		const auto *h = reinterpret_cast<const DoorbellTableHeader *>(p.segment.data());
-		if (h->magic != kDoorbellMagic || h->version != kDoorbellVersion ||
-		    h->count != static_cast<uint32_t>(n)) {
-			p.segment = Segment();
-			return makeError(RMA_ERR_INTERN,
-					 "rma_init: the doorbell segment from rank 0 is not a version %u table of %d",
-					 kDoorbellVersion, n);
+	if (host) {
+		GatherResult out;
+		RMA_TRY(host->allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
+		if (status != RMA_SUCCESS)
+			return status;
+		int32_t rootStatus;
+		std::memcpy(&rootStatus, out.data.data(), sizeof(rootStatus));
+		if (rootStatus != RMA_SUCCESS)
+			return makeError(rootStatus,
+					 "rma_init: the host's first rank could not make its doorbell segment (%s)",
+					 className(rootStatus));
+		if (!leader) {
+			if (out.fdCounts.empty() || out.fdCounts[0] != 1)
+				return makeError(RMA_ERR_INTERN, "rma_init: the host's first rank passed no doorbell segment");
+			auto seg = Segment::attach(std::move(out.fds[0]), bytes, false);
+			if (!seg)
+				return seg.code();
+			p.segment = std::move(seg.value());
+			const auto *h = reinterpret_cast<const DoorbellTableHeader *>(p.segment.data());
+			if (h->magic != kDoorbellMagic || h->version != kDoorbellVersion ||
+			    h->count != static_cast<uint32_t>(n)) {
+				p.segment = Segment();
+				return makeError(RMA_ERR_INTERN,
+						 "rma_init: the host's doorbell segment is not a version %u table of %d",
+						 kDoorbellVersion, n);
+			}
 		}
+	} else if (status != RMA_SUCCESS) {
+		return status;
 	}
 	p.segment.closeFd();
 	p.bells = reinterpret_cast<Doorbell *>(p.segment.data() + sizeof(DoorbellTableHeader));
