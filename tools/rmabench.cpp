@@ -168,14 +168,16 @@ void addLaunchOptions(CLI::App &app, LaunchOptions &lo, bool compare)
 {
 	app.add_option("-n,--ranks", lo.ranks, "ranks (default 2)")->check(CLI::PositiveNumber);
 	app.add_option("--bind", lo.bind, "pinning: core (default) | none")->check(CLI::IsMember({ "core", "none" }));
-	app.add_option("--backend", lo.backend, "librma (default) | mpi (first MPI built) | mpich | openmpi")
-		->check(CLI::IsMember({ "librma", "mpi", "mpich", "openmpi" }));
+	app.add_option("--backend", lo.backend,
+		       "librma (default) | mpi (first MPI built) | mpich | openmpi | rmampi-mpich | rmampi-openmpi "
+		       "(that MPI's program through the librma drop-in)")
+		->check(CLI::IsMember({ "librma", "mpi", "mpich", "openmpi", "rmampi-mpich", "rmampi-openmpi" }));
 	if (!compare)
 		return;
 	std::string mpiHelp("compare: which MPIs (default every one built:");
 	for (const auto &m : builtMpis())
 		mpiHelp.append(" ").append(m);
-	mpiHelp.append(")");
+	mpiHelp.append("; rmampi-mpich, rmampi-openmpi: that MPI's program through the librma drop-in)");
 	app.add_option("--mpi", lo.mpis, mpiHelp)
 		->delimiter(',');
 	app.add_option("--stat", lo.stat, "compare: mean (default, as OSU) | median | min of each row")

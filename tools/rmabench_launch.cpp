@@ -26,6 +26,9 @@ namespace rmabench {
 
 namespace {
 
+/* Backends "rmampi-mpich" and "rmampi-openmpi": rmabench-<mpi> run through the MPI drop-in. */
+constexpr const char *kShimPrefix = "rmampi-";
+
 std::string selfDir()
 {
 	char buf[PATH_MAX];
@@ -132,8 +135,11 @@ std::vector<std::string> rmarunCommand(const LaunchOptions &lo)
  * refuses root without --allow-run-as-root and more ranks than cores
  * without --oversubscribe.
  */
-std::vector<std::string> mpiCommand(const std::string &mpi, const LaunchOptions &lo)
+std::vector<std::string> mpiCommand(const std::string &backend, const LaunchOptions &lo)
 {
+	/* "rmampi-<mpi>": the same MPI program, its RMA calls served by librma through the drop-in. */
+	const bool shim = backend.rfind(kShimPrefix, 0) == 0;
+	const std::string mpi = shim ? backend.substr(std::strlen(kShimPrefix)) : backend;
 	std::string exe = selfDir() + "/rmabench-" + mpi;
 	std::vector<std::string> argv;
 	if (mpi == "mpich") {
@@ -155,6 +161,8 @@ std::vector<std::string> mpiCommand(const std::string &mpi, const LaunchOptions 
 		if (geteuid() == 0)
 			argv.push_back("--allow-run-as-root");
 	}
+	if (shim)
+		argv.push_back(selfDir() + "/rmampi");
 	argv.push_back(exe);
 	argv.insert(argv.end(), lo.args.begin(), lo.args.end());
 	return argv;
@@ -162,7 +170,7 @@ std::vector<std::string> mpiCommand(const std::string &mpi, const LaunchOptions 
 
 std::string pickMpi(const std::string &backend)
 {
-	if (backend == "mpich" || backend == "openmpi")
+	if (backend == "mpich" || backend == "openmpi" || backend.rfind(kShimPrefix, 0) == 0)
 		return backend;
 	auto built = builtMpis();
 	return built.empty() ? "" : built[0];
@@ -171,6 +179,23 @@ std::string pickMpi(const std::string &backend)
 std::string label(const std::string &backend)
 {
 	return backend == "mpich" ? "MPICH" : backend == "openmpi" ? "Open MPI" : backend;
+}
+
+/* The MPI program behind @backend: rmabench-mpich for "mpich" and "rmampi-mpich". */
+std::string backendExe(const std::string &backend)
+{
+	const bool shim = backend.rfind(kShimPrefix, 0) == 0;
+	return selfDir() + "/rmabench-" + (shim ? backend.substr(std::strlen(kShimPrefix)) : backend);
+}
+
+/* Whether @backend can run here: its rmabench-<mpi>, and for rmampi-<mpi> the helper and that drop-in. */
+bool backendBuilt(const std::string &backend)
+{
+	if (!executable(backendExe(backend)))
+		return false;
+	if (backend.rfind(kShimPrefix, 0) != 0)
+		return true;
+	return executable(selfDir() + "/rmampi");
 }
 
 } /* namespace */
@@ -197,7 +222,7 @@ int launchLibrma(const LaunchOptions &lo)
 int launchMpi(const LaunchOptions &lo)
 {
 	std::string mpi = pickMpi(lo.backend);
-	if (mpi.empty() || !executable(selfDir() + "/rmabench-" + mpi)) {
+	if (mpi.empty() || !backendBuilt(mpi)) {
 		std::fprintf(stderr, "rmabench: no MPI backend%s%s was built (install libmpich-dev or libopenmpi-dev and "
 			     "rebuild)\n", mpi.empty() ? "" : " for ", mpi.c_str());
 		return 2;
@@ -209,8 +234,9 @@ int compare(const LaunchOptions &lo)
 {
 	std::vector<std::string> mpis = lo.mpis.empty() ? builtMpis() : lo.mpis;
 	for (const auto &m : mpis) {
-		if (!executable(selfDir() + "/rmabench-" + m)) {
-			std::fprintf(stderr, "rmabench: compare: rmabench-%s was not built\n", m.c_str());
+		if (!backendBuilt(m)) {
+			std::fprintf(stderr, "rmabench: compare: %s was not built (rmabench-<mpi>, and rmampi for "
+				     "rmampi-<mpi>)\n", m.c_str());
 			return 2;
 		}
 	}
@@ -256,6 +282,9 @@ int compare(const LaunchOptions &lo)
 				failed.push_back(name);
 				continue;
 			}
+			/* The program names its MPI; through the drop-in the column is the backend's own name. */
+			if (name.rfind(kShimPrefix, 0) == 0)
+				r.backend = name;
 			byBackend[b].push_back(std::move(r));
 		}
 	}
