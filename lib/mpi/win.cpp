@@ -29,16 +29,13 @@ int translateInfo(MPI_Info info, rma_info &out, std::string &engine)
 		int flag = 0;
 		if (PMPI_Info_get_nthkey(info, i, key) != MPI_SUCCESS)
 			continue;
+		/* MPICH refuses a NULL value even to ask for the length: read into the largest buffer. */
+		std::string value(MPI_MAX_INFO_VAL + 1, '\0');
 #if MPI_VERSION >= 4
-		int len = 0;
-		PMPI_Info_get_string(info, key, &len, nullptr, &flag);
-		std::string value(len > 0 ? len : 1, '\0');
+		int len = MPI_MAX_INFO_VAL + 1;
 		PMPI_Info_get_string(info, key, &len, value.data(), &flag);
 #else
-		int len = 0;
-		PMPI_Info_get_valuelen(info, key, &len, &flag);
-		std::string value(len + 1, '\0');
-		PMPI_Info_get(info, key, len, value.data(), &flag);
+		PMPI_Info_get(info, key, MPI_MAX_INFO_VAL, value.data(), &flag);
 #endif
 		if (!flag)
 			continue;
