@@ -20,6 +20,7 @@ namespace {
 	return raiseMpi(w, mpiCodeWithText(MPI_ERR_ASSERT, text), call);
 }
 
+/* Raised after the window lock is released: the program's handler may call MPI on the window. */
 inline int done(ShimWin &w, int rc, const char *call)
 {
 	return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRma(w, rc, call);
@@ -83,8 +84,12 @@ RMAMPI_EXPORT int MPI_Win_fence(int assert, MPI_Win win)
 	int ra = 0;
 	if (!translateAssert(assert, ra)) [[unlikely]]
 		return assertError(*w, assert, "MPI_Win_fence");
-	WinGuard g(*w);
-	return done(*w, rma_win_fence(ra, w->win), "MPI_Win_fence");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_fence(ra, w->win);
+	}
+	return done(*w, rc, "MPI_Win_fence");
 }
 
 RMAMPI_EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
@@ -95,12 +100,15 @@ RMAMPI_EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 	int ra = 0;
 	if (!translateAssert(assert, ra)) [[unlikely]]
 		return assertError(*w, assert, "MPI_Win_post");
-	WinGuard g(*w);
 	rma_group rg = RMA_GROUP_NULL;
 	int rc = translateGroup(*w, group, w->post, "MPI_Win_post", rg);
 	if (rc != MPI_SUCCESS)
 		return rc;
-	return done(*w, rma_win_post(rg, ra, w->win), "MPI_Win_post");
+	{
+		WinGuard g(*w);
+		rc = rma_win_post(rg, ra, w->win);
+	}
+	return done(*w, rc, "MPI_Win_post");
 }
 
 RMAMPI_EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
@@ -111,12 +119,15 @@ RMAMPI_EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 	int ra = 0;
 	if (!translateAssert(assert, ra)) [[unlikely]]
 		return assertError(*w, assert, "MPI_Win_start");
-	WinGuard g(*w);
 	rma_group rg = RMA_GROUP_NULL;
 	int rc = translateGroup(*w, group, w->start, "MPI_Win_start", rg);
 	if (rc != MPI_SUCCESS)
 		return rc;
-	return done(*w, rma_win_start(rg, ra, w->win), "MPI_Win_start");
+	{
+		WinGuard g(*w);
+		rc = rma_win_start(rg, ra, w->win);
+	}
+	return done(*w, rc, "MPI_Win_start");
 }
 
 RMAMPI_EXPORT int MPI_Win_complete(MPI_Win win)
@@ -124,8 +135,12 @@ RMAMPI_EXPORT int MPI_Win_complete(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_complete(win);
-	WinGuard g(*w);
-	return done(*w, rma_win_complete(w->win), "MPI_Win_complete");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_complete(w->win);
+	}
+	return done(*w, rc, "MPI_Win_complete");
 }
 
 RMAMPI_EXPORT int MPI_Win_wait(MPI_Win win)
@@ -133,10 +148,8 @@ RMAMPI_EXPORT int MPI_Win_wait(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_wait(win);
-	if (!shim().multiple) {
-		WinGuard g(*w);
+	if (!shim().multiple) /* no lock to take */
 		return done(*w, rma_win_wait(w->win), "MPI_Win_wait");
-	}
 	/* Under MULTIPLE: poll with the window lock released between polls (§6.1). */
 	for (;;) {
 		int flag = 0, rc;
@@ -157,8 +170,12 @@ RMAMPI_EXPORT int MPI_Win_test(MPI_Win win, int *flag)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_test(win, flag);
-	WinGuard g(*w);
-	return done(*w, rma_win_test(w->win, flag), "MPI_Win_test");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_test(w->win, flag);
+	}
+	return done(*w, rc, "MPI_Win_test");
 }
 
 RMAMPI_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
@@ -169,8 +186,12 @@ RMAMPI_EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 	int ra = 0;
 	if (!translateAssert(assert, ra)) [[unlikely]]
 		return assertError(*w, assert, "MPI_Win_lock");
-	WinGuard g(*w);
-	return done(*w, rma_win_lock(rmaLockType(lock_type), rmaRank(rank), ra, w->win), "MPI_Win_lock");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_lock(rmaLockType(lock_type), rmaRank(rank), ra, w->win);
+	}
+	return done(*w, rc, "MPI_Win_lock");
 }
 
 RMAMPI_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
@@ -178,8 +199,12 @@ RMAMPI_EXPORT int MPI_Win_unlock(int rank, MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_unlock(rank, win);
-	WinGuard g(*w);
-	return done(*w, rma_win_unlock(rmaRank(rank), w->win), "MPI_Win_unlock");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_unlock(rmaRank(rank), w->win);
+	}
+	return done(*w, rc, "MPI_Win_unlock");
 }
 
 RMAMPI_EXPORT int MPI_Win_lock_all(int assert, MPI_Win win)
@@ -190,8 +215,12 @@ RMAMPI_EXPORT int MPI_Win_lock_all(int assert, MPI_Win win)
 	int ra = 0;
 	if (!translateAssert(assert, ra)) [[unlikely]]
 		return assertError(*w, assert, "MPI_Win_lock_all");
-	WinGuard g(*w);
-	return done(*w, rma_win_lock_all(ra, w->win), "MPI_Win_lock_all");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_lock_all(ra, w->win);
+	}
+	return done(*w, rc, "MPI_Win_lock_all");
 }
 
 RMAMPI_EXPORT int MPI_Win_unlock_all(MPI_Win win)
@@ -199,8 +228,12 @@ RMAMPI_EXPORT int MPI_Win_unlock_all(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_unlock_all(win);
-	WinGuard g(*w);
-	return done(*w, rma_win_unlock_all(w->win), "MPI_Win_unlock_all");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_unlock_all(w->win);
+	}
+	return done(*w, rc, "MPI_Win_unlock_all");
 }
 
 RMAMPI_EXPORT int MPI_Win_flush(int rank, MPI_Win win)
@@ -208,8 +241,12 @@ RMAMPI_EXPORT int MPI_Win_flush(int rank, MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_flush(rank, win);
-	WinGuard g(*w);
-	return done(*w, rma_win_flush(rmaRank(rank), w->win), "MPI_Win_flush");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush(rmaRank(rank), w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush");
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_all(MPI_Win win)
@@ -217,8 +254,12 @@ RMAMPI_EXPORT int MPI_Win_flush_all(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_flush_all(win);
-	WinGuard g(*w);
-	return done(*w, rma_win_flush_all(w->win), "MPI_Win_flush_all");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_all(w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_all");
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
@@ -226,8 +267,12 @@ RMAMPI_EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_flush_local(rank, win);
-	WinGuard g(*w);
-	return done(*w, rma_win_flush_local(rmaRank(rank), w->win), "MPI_Win_flush_local");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_local(rmaRank(rank), w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_local");
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_local_all(MPI_Win win)
@@ -235,8 +280,12 @@ RMAMPI_EXPORT int MPI_Win_flush_local_all(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_flush_local_all(win);
-	WinGuard g(*w);
-	return done(*w, rma_win_flush_local_all(w->win), "MPI_Win_flush_local_all");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_local_all(w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_local_all");
 }
 
 RMAMPI_EXPORT int MPI_Win_sync(MPI_Win win)
@@ -244,6 +293,10 @@ RMAMPI_EXPORT int MPI_Win_sync(MPI_Win win)
 	ShimWin *w = findWin(win);
 	if (!w)
 		return PMPI_Win_sync(win);
-	WinGuard g(*w);
-	return done(*w, rma_win_sync(w->win), "MPI_Win_sync");
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_sync(w->win);
+	}
+	return done(*w, rc, "MPI_Win_sync");
 }
