@@ -97,7 +97,8 @@ struct ThreadStats {
 	uint64_t ops = 0;
 	bool registered = false;
 };
-extern thread_local ThreadStats tStats;
+/* initial-exec: one %fs-relative access, not a __tls_get_addr call (the shim is loaded at start-up). */
+extern thread_local ThreadStats tStats [[gnu::tls_model("initial-exec")]];
 void registerThreadStats();
 /* Sum of every thread's operation count (finalize). */
 uint64_t totalOps();
