@@ -57,6 +57,11 @@ int commDeleted(MPI_Comm, int, void *value, void *)
 
 } /* namespace */
 
+int createCommKeyval()
+{
+	return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, commDeleted, &shim().commKeyval, nullptr);
+}
+
 void seedMembers(const std::vector<int> &members, MPI_Comm comm)
 {
 	std::lock_guard<std::mutex> g(membersMutex);
@@ -67,9 +72,8 @@ CommEntry *commEntry(MPI_Comm comm, int &rc)
 {
 	Shim &s = shim();
 	if (s.commKeyval == MPI_KEYVAL_INVALID) {
-		rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, commDeleted, &s.commKeyval, nullptr);
-		if (rc != MPI_SUCCESS)
-			return nullptr;
+		rc = MPI_ERR_INTERN; /* the shim did not start */
+		return nullptr;
 	}
 	void *value = nullptr;
 	int flag = 0;
@@ -120,6 +124,7 @@ CommEntry *commEntry(MPI_Comm comm, int &rc)
 		delete e;
 		return nullptr;
 	}
+	ControlLock lock;
 	entries.push_back(e);
 	return e;
 }

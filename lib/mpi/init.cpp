@@ -200,6 +200,7 @@ void initShim(int provided)
 		return;
 
 	fillTables();
+	createCommKeyval();
 	std::vector<int> world(s.worldSize);
 	for (int r = 0; r < s.worldSize; r++)
 		world[r] = r;

@@ -165,6 +165,8 @@ inline int rmaRank(int rank) noexcept { return rank == MPI_PROC_NULL ? RMA_PROC_
 bool translateAssert(int mpiAssert, int &rmaAssert) noexcept;
 
 /* ---- communicators (comm.cpp) ---- */
+/* The keyval CommEntry hangs on (init). */
+int createCommKeyval();
 /* The entry of intracommunicator @comm, made collectively over @comm on first use. */
 CommEntry *commEntry(MPI_Comm comm, int &rc);
 /* rmaComm of @e, made collectively over its members on first use. */

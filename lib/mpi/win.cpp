@@ -171,7 +171,13 @@ int createWindow(const CreateArgs &a)
 	Shim &s = shim();
 	if (!s.rmaUp || s.finalized)
 		return passThroughCounted(a);
-	ControlLock lock;
+	/*
+	 * Under MPI_THREAD_MULTIPLE two threads may create windows on two
+	 * communicators at once: the MPI collectives below run without the
+	 * control lock (holding it across one would deadlock with a peer whose
+	 * threads took it in the other order); librma calls run under it, and
+	 * its bootstrap collectives release it while they block (§6.1).
+	 */
 	int inter = 0;
 	if (a.comm == MPI_COMM_NULL || PMPI_Comm_test_inter(a.comm, &inter) != MPI_SUCCESS || inter)
 		return passThroughCounted(a); /* the MPI reports what is wrong */
@@ -196,9 +202,13 @@ int createWindow(const CreateArgs &a)
 	if (agree) {
 		rma_win rw = RMA_WIN_NULL;
 		void *base = nullptr;
-		int rrc = ensureRmaComm(*e);
-		if (rrc == RMA_SUCCESS)
-			rrc = rmaCreate(a, info, e->rmaComm, base, rw);
+		int rrc;
+		{
+			ControlLock lock;
+			rrc = ensureRmaComm(*e);
+			if (rrc == RMA_SUCCESS)
+				rrc = rmaCreate(a, info, e->rmaComm, base, rw);
+		}
 		/* librma's creation errors are collective; the second vote keeps the fallback so. */
 		int ok = rrc == RMA_SUCCESS, all = 0;
 		PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, e->dup);
@@ -212,11 +222,14 @@ int createWindow(const CreateArgs &a)
 			w->dispUnit = a.flavor == Flavor::Dynamic ? 1 : static_cast<int>(a.dispUnit);
 			w->flavor = mpiFlavor(a.flavor);
 			w->model = MPI_WIN_UNIFIED;
-			rma_win_set_errhandler(rw, RMA_ERRORS_RETURN);
-			rma_win_get_group(rw, &w->winGroup);
 			if (a.flavor == Flavor::Allocate || a.flavor == Flavor::Shared)
 				*static_cast<void **>(a.baseptr) = base;
-			winTable.insert(handleKey(shadow), w);
+			{
+				ControlLock lock;
+				rma_win_set_errhandler(rw, RMA_ERRORS_RETURN);
+				rma_win_get_group(rw, &w->winGroup);
+				winTable.insert(handleKey(shadow), w);
+			}
 			*a.win = shadow;
 			if (info != RMA_INFO_NULL)
 				rma_info_free(&info);
@@ -306,8 +319,11 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 	ShimWin *w = win ? findWin(*win) : nullptr;
 	if (!w)
 		return PMPI_Win_free(win);
-	ControlLock lock;
-	int rc = rma_win_free(&w->win);
+	int rc;
+	{
+		ControlLock lock;
+		rc = rma_win_free(&w->win);
+	}
 	if (w->win != RMA_WIN_NULL) /* not freed (a pending operation, a failing callback): stays usable */
 		return raiseRma(*w, rc, "MPI_Win_free");
 	/* A member died: librma released the window anyway; tell the program, then free the shadow. */
@@ -322,7 +338,10 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 	/* The program's attribute delete callbacks run here, with its handle, as on any MPI window. */
 	uintptr_t key = handleKey(w->shadow);
 	int mrc = PMPI_Win_free(win);
-	winTable.erase(key);
+	{
+		ControlLock lock;
+		winTable.erase(key);
+	}
 	delete w;
 	return code != MPI_SUCCESS ? code : mrc;
 }
