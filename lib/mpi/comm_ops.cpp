@@ -129,7 +129,7 @@ int greqCancel(void *, int) { return MPI_SUCCESS; }
 /* ---- the operations ----------------------------------------------------- */
 
 template <typename Count>
-inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
+[[gnu::always_inline]] inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
 		 Count tcount, MPI_Datatype ttype, MPI_Request *request, const char *call)
 {
 	int err = MPI_SUCCESS;
@@ -155,7 +155,7 @@ inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype
 }
 
 template <typename Count>
-inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp, Count tcount,
+[[gnu::always_inline]] inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp, Count tcount,
 		 MPI_Datatype ttype, MPI_Request *request, const char *call)
 {
 	int err = MPI_SUCCESS;
@@ -181,7 +181,7 @@ inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int 
 }
 
 template <typename Count>
-inline int doAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
+[[gnu::always_inline]] inline int doAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
 		 Count tcount, MPI_Datatype ttype, MPI_Op mop, MPI_Request *request, const char *call)
 {
 	int err = MPI_SUCCESS;
@@ -211,7 +211,7 @@ inline int doAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype
 }
 
 template <typename Count>
-inline int doGetAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, void *raddr, Count rcount,
+[[gnu::always_inline]] inline int doGetAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, void *raddr, Count rcount,
 		    MPI_Datatype rtype, int rank, MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Op mop,
 		    MPI_Request *request, const char *call)
 {

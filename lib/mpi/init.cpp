@@ -25,11 +25,7 @@
 
 namespace rmampi {
 
-Shim &shim()
-{
-	static Shim s;
-	return s;
-}
+Shim gShim;
 
 HandleTable<ShimWin> winTable;
 HandleTable<const TypeEntry> typeTable;

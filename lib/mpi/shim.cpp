@@ -11,7 +11,7 @@ namespace rmampi {
 
 /* ---- statistics --------------------------------------------------------- */
 
-thread_local ThreadStats tStats [[gnu::tls_model("initial-exec")]];
+thread_local constinit ThreadStats tStats [[gnu::tls_model("initial-exec")]];
 
 namespace {
 

@@ -87,7 +87,9 @@ struct Shim {
 	std::atomic<uint64_t> winLibrma{ 0 }, winMpi{ 0 };
 };
 
-Shim &shim();
+/* A plain global, not a function-local static: no guard check on the hot path (WinGuard reads it). */
+extern Shim gShim;
+inline Shim &shim() { return gShim; }
 extern HandleTable<ShimWin> winTable;
 extern HandleTable<const TypeEntry> typeTable;
 extern HandleTable<rma_op_handle_> opTable;
@@ -98,7 +100,8 @@ struct ThreadStats {
 	bool registered = false;
 };
 /* initial-exec: one %fs-relative access, not a __tls_get_addr call (the shim is loaded at start-up). */
-extern thread_local ThreadStats tStats [[gnu::tls_model("initial-exec")]];
+/* constinit: no TLS wrapper call in other files either. */
+extern thread_local constinit ThreadStats tStats [[gnu::tls_model("initial-exec")]];
 void registerThreadStats();
 /* Sum of every thread's operation count (finalize). */
 uint64_t totalOps();
