@@ -5,12 +5,18 @@
 # RMA_MPI_STATS=1, and checks that it passed, that the shim printed the
 # statistics line the program expects, and that librma served exactly
 # LIBRMA_WINDOWS of its windows (3 by default; 0 with RMA_MPI_ENGINE=mpi).
+# RMAMPI "-": run PROGRAM as it is (linked ahead of the MPI with -lrmampi-ABI).
 set -u
 abi=$1
 rmampi=$2
 prog=$3
 want_librma=$4
 np=${5:-2}
+if [ "$rmampi" = - ]; then
+	set --
+else
+	set -- "$rmampi"
+fi
 out=$(mktemp)
 err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
@@ -20,13 +26,13 @@ export RMA_MPI_ENGINE=${RMA_MPI_ENGINE:-auto}
 case $abi in
 mpich)
 	# Plain MPICH 4.0.2 gets RMA wrong here without it (design §6.4); it serves the pass-through window.
-	MPIR_CVAR_NOLOCAL=1 MPIEXEC_TIMEOUT=60 mpiexec.mpich -n "$np" "$rmampi" "$prog" >"$out" 2>"$err"
+	MPIR_CVAR_NOLOCAL=1 MPIEXEC_TIMEOUT=60 mpiexec.mpich -n "$np" "$@" "$prog" >"$out" 2>"$err"
 	rc=$?
 	;;
 openmpi)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
 		mpirun.openmpi --oversubscribe --timeout 60 -np "$np" -x RMA_MPI_STATS -x RMA_MPI_ENGINE \
-		"$rmampi" "$prog" >"$out" 2>"$err"
+		"$@" "$prog" >"$out" 2>"$err"
 	rc=$?
 	;;
 *)
