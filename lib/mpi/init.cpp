@@ -158,6 +158,13 @@ int finalizeHook(MPI_Comm, int, void *, void *)
 	s.rmaUp = false;
 	releaseBootstrapComms();
 	s.finalized = true;
+	/* Attributes still set keep their keyval alive until MPI deletes them (their callbacks only free memory now). */
+	if (s.typeKeyval != MPI_KEYVAL_INVALID)
+		PMPI_Type_free_keyval(&s.typeKeyval);
+	if (s.commKeyval != MPI_KEYVAL_INVALID)
+		PMPI_Comm_free_keyval(&s.commKeyval);
+	if (s.hookKeyval != MPI_KEYVAL_INVALID)
+		PMPI_Comm_free_keyval(&s.hookKeyval);
 	if (s.node != MPI_COMM_NULL)
 		PMPI_Comm_free(&s.node);
 	if (s.world != MPI_COMM_NULL)
