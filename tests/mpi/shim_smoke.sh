@@ -25,8 +25,10 @@ export RMA_MPI_STATS=1
 export RMA_MPI_ENGINE=${RMA_MPI_ENGINE:-auto}
 case $abi in
 mpich)
-	# Plain MPICH 4.0.2 gets RMA wrong here without it (design §6.4); it serves the pass-through window.
-	MPIR_CVAR_NOLOCAL=1 MPIEXEC_TIMEOUT=60 mpiexec.mpich -n "$np" "$@" "$prog" >"$out" 2>"$err"
+	# No MPIR_CVAR_NOLOCAL=1 (design §6.4) here: with it MPICH's
+	# MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) returns one process per node,
+	# so no communicator is on one host and librma serves nothing.
+	MPIEXEC_TIMEOUT=60 mpiexec.mpich -n "$np" "$@" "$prog" >"$out" 2>"$err"
 	rc=$?
 	;;
 openmpi)
