@@ -236,6 +236,23 @@ int createWindow(const CreateArgs &a)
 			countWindow(a.comm, true);
 			return MPI_SUCCESS;
 		}
+		/*
+		 * Out of memory: the MPI may still manage, so it serves the window
+		 * on every rank. Any other failure (a bad rma_* info value, say) is
+		 * the program's error, raised on its communicator (§4.6).
+		 */
+		int noMem = rrc == RMA_SUCCESS || mpiClassOf(rrc) == MPI_ERR_NO_MEM, allNoMem = 0;
+		PMPI_Allreduce(&noMem, &allNoMem, 1, MPI_INT, MPI_MIN, e->dup);
+		if (!allNoMem) {
+			if (info != RMA_INFO_NULL)
+				rma_info_free(&info);
+			if (shadow != MPI_WIN_NULL)
+				PMPI_Win_free(&shadow);
+			int code = rrc != RMA_SUCCESS ? mpiCodeFor(rrc)
+						      : mpiCodeWithText(MPI_ERR_OTHER, (std::string(a.call) +
+							": librma could not create the window on another member").c_str());
+			return raiseOnComm(a.comm, code, a.call);
+		}
 		if (rrc != RMA_SUCCESS && e->rank == 0) {
 			char text[RMA_MAX_ERROR_STRING] = {};
 			int len = 0;
