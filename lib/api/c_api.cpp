@@ -131,6 +131,23 @@ RMA_EXPORT int rma_init_thread(int *argc, char ***argv, int required, int *provi
 	return RMA_SUCCESS;
 }
 
+RMA_EXPORT int rma_init_external(const rma_bootstrap_ops *ops, int required, int *provided)
+{
+	if (!ops)
+		return makeError(RMA_ERR_ARG, "rma_init_external: ops is NULL");
+	if (required < RMA_THREAD_SINGLE || required > RMA_THREAD_MULTIPLE)
+		return makeError(RMA_ERR_ARG, "rma_init_external: %d is not a thread level", required);
+	if (!provided)
+		return makeError(RMA_ERR_ARG, "rma_init_external: provided is NULL");
+	Runtime &rt = runtime();
+	if (rt.initialized)
+		return makeError(RMA_ERR_OTHER, "rma_init_external: librma is already %s",
+				 rt.finalized ? "finalized" : "initialized");
+	RMA_TRY(initRuntime(ops));
+	*provided = std::min(required, RMA_THREAD_SERIALIZED);
+	return RMA_SUCCESS;
+}
+
 RMA_EXPORT int rma_finalize(void)
 {
 	Runtime &rt = runtime();

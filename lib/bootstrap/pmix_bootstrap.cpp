@@ -16,8 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bootstrap/bootstrap_base.h"
-#include "bootstrap/local_fd_channel.h"
+#include "bootstrap/channel_bootstrap.h"
 #include "bootstrap/protocol.h"
 #include "common/knobs.h"
 #include "error/error.h"
@@ -25,17 +24,6 @@
 namespace librma {
 
 namespace {
-
-/* What each member puts for one collective, before its data. */
-struct Contribution {
-	uint32_t fdCount;
-	uint32_t reserved;
-	/* The member's own exchange counter: the hub's makes the instance id. */
-	uint64_t counter;
-};
-
-/* Bits of the instance id below the hub's world rank. */
-constexpr int kInstanceRankShift = 40;
 
 uint64_t fnv1a(std::string_view text)
 {
@@ -85,7 +73,7 @@ private:
 	pmix_value_t *value_ = nullptr;
 };
 
-class PmixBootstrap final : public BootstrapBase
+class PmixBootstrap final : public ChannelBootstrap
 {
 public:
 	PmixBootstrap() = default;
@@ -95,7 +83,7 @@ public:
 	~PmixBootstrap() override
 	{
 		/* The channel's sockets go first; PMIx_Finalize is reference-counted (an MPI may hold it too). */
-		channel_.reset();
+		closeChannel();
 		if (initialized_)
 			PMIx_Finalize(nullptr, 0);
 	}
@@ -122,26 +110,19 @@ public:
 	int start();
 
 protected:
-	uint64_t hostKey() const override { return static_cast<uint64_t>(localPeers_.front()); }
-
-	int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-		     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) override;
+	/* One PMIx_Put under a key of this collective, one fence over the members, one Get per member. */
+	int dataRound(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+		      std::span<const std::byte> mine, std::span<std::byte> gathered) override;
 
 private:
 	/* Get @key of @rank (PMIX_RANK_WILDCARD for the job's) into @value. */
 	int get(pmix_rank_t rank, const char *key, PmixValue &value) const;
 	int getUint(pmix_rank_t rank, const char *key, uint64_t &out) const;
-	/* The host's status page: created by its smallest rank, handed to the others. */
-	int shareJobStatus();
 
 	pmix_proc_t me_{};
 	bool initialized_ = false;
 	uint64_t jobId_ = 0;
 	std::string pmixHost_;
-	/* This host's ranks, ascending (PMIX_LOCAL_PEERS). */
-	std::vector<int> localPeers_;
-	std::optional<LocalFdChannel> channel_;
-	std::atomic<uint64_t> counter_{ 0 };
 };
 
 int PmixBootstrap::get(pmix_rank_t rank, const char *key, PmixValue &value) const
@@ -218,147 +199,61 @@ int PmixBootstrap::start()
 	}
 
 	jobId_ = fnv1a(me_.nspace);
-	/* A local rank the channel finds dead is recorded for every rank of the host (the page is shared). */
-	LocalFdChannel::Options options;
-	options.peerDied = [this](int worldRank) { jobStatus_.markDead(worldRank); };
-	auto channel = LocalFdChannel::listen(jobId_, static_cast<int>(me_.rank), std::move(options));
-	if (!channel)
-		return channel.code();
-	channel_.emplace(std::move(channel.value()));
-
-	RMA_TRY(init(static_cast<int>(me_.rank), static_cast<int>(size)));
-	return shareJobStatus();
+	return startChannel(jobId_, static_cast<int>(me_.rank), static_cast<int>(size));
 }
 
-int PmixBootstrap::shareJobStatus()
-{
-	const int leader = localPeers_.front();
-	if (rank_ == leader) {
-		if (int rc = jobStatus_.create(size_); rc < 0)
-			return makeErrnoError(RMA_ERR_INTERN, -rc, "PMIx: cannot create the job status page");
-	}
-	if (localPeers_.size() == 1)
-		return RMA_SUCCESS;
-	const int myIndex =
-		static_cast<int>(std::lower_bound(localPeers_.begin(), localPeers_.end(), rank_) - localPeers_.begin());
-	const int pageFd = jobStatus_.fd();
-	GatherResult out;
-	RMA_TRY(bootstrapExchange(1, localPeers_, myIndex, {},
-				  rank_ == leader ? std::span<const int>(&pageFd, 1) : std::span<const int>(), out));
-	if (out.fds.size() != 1 || out.fdCounts.front() != 1)
-		return makeError(RMA_ERR_INTERN, "PMIx: rank %d did not receive the job status page from rank %d",
-				 rank_, leader);
-	if (rank_ == leader)
-		return RMA_SUCCESS;
-	if (int rc = jobStatus_.attach(out.fds.front().release(), size_, true); rc < 0)
-		return makeErrnoError(RMA_ERR_INTERN, -rc, "PMIx: cannot map the job status page of rank %d", leader);
-	return RMA_SUCCESS;
-}
-
-int PmixBootstrap::exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
-			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+int PmixBootstrap::dataRound(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			     std::span<const std::byte> mine, std::span<std::byte> gathered)
 {
 	const std::size_t n = members.size();
-	const std::size_t len = data.size();
-	const std::size_t itemBytes = sizeof(Contribution) + len;
-	const uint64_t counter = counter_.fetch_add(1, std::memory_order_relaxed) + 1;
+	const std::size_t itemBytes = mine.size();
+	char key[PMIX_MAX_KEYLEN];
+	std::snprintf(key, sizeof(key), "librma.g.%llu.%llu", (unsigned long long)ctx, (unsigned long long)seq);
+	pmix_value_t value;
+	PMIX_VALUE_CONSTRUCT(&value);
+	value.type = PMIX_BYTE_OBJECT;
+	value.data.bo.bytes = const_cast<char *>(reinterpret_cast<const char *>(mine.data()));
+	value.data.bo.size = itemBytes;
+	/* PMIx_Put copies the value; @mine stays the caller's. */
+	pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &value);
+	if (rc == PMIX_SUCCESS)
+		rc = PMIx_Commit();
+	if (rc != PMIX_SUCCESS)
+		return makeError(RMA_ERR_INTERN, "allgather ctx=%llu seq=%llu: PMIx_Put/Commit: %s",
+				 (unsigned long long)ctx, (unsigned long long)seq, PMIx_Error_string(rc));
 
-	std::vector<std::byte> mine;
-	boot::appendPod(mine, Contribution{ static_cast<uint32_t>(fds.size()), 0, counter });
-	boot::appendBytes(mine, data.data(), len);
-
-	/* The data round: one Put per member under a key of this collective, one fence, one Get per member. */
-	std::vector<std::byte> gathered(n * itemBytes);
-	std::memcpy(gathered.data() + myIndex * itemBytes, mine.data(), itemBytes);
-	if (n > 1) {
-		char key[PMIX_MAX_KEYLEN];
-		std::snprintf(key, sizeof(key), "librma.g.%llu.%llu", (unsigned long long)ctx, (unsigned long long)seq);
-		pmix_value_t value;
-		PMIX_VALUE_CONSTRUCT(&value);
-		value.type = PMIX_BYTE_OBJECT;
-		value.data.bo.bytes = reinterpret_cast<char *>(mine.data());
-		value.data.bo.size = mine.size();
-		/* PMIx_Put copies the value; @mine stays ours. */
-		pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key, &value);
-		if (rc == PMIX_SUCCESS)
-			rc = PMIx_Commit();
-		if (rc != PMIX_SUCCESS)
-			return makeError(RMA_ERR_INTERN, "allgather ctx=%llu seq=%llu: PMIx_Put/Commit: %s",
-					 (unsigned long long)ctx, (unsigned long long)seq, PMIx_Error_string(rc));
-
-		std::vector<pmix_proc_t> procs(n);
-		for (std::size_t i = 0; i < n; ++i)
-			PMIX_PROC_LOAD(&procs[i], me_.nspace, static_cast<pmix_rank_t>(members[i]));
-		pmix_info_t info;
-		bool collect = true;
-		PMIX_INFO_CONSTRUCT(&info);
-		PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-		rc = PMIx_Fence(procs.data(), n, &info, 1);
-		PMIX_INFO_DESTRUCT(&info);
-		if (rc != PMIX_SUCCESS) {
-			int cls = rc == PMIX_ERR_PROC_ABORTED || rc == PMIX_ERR_PROC_TERM_WO_SYNC ||
-						  rc == PMIX_ERR_LOST_CONNECTION
-					  ? RMA_ERR_PROC_FAILED
-					  : RMA_ERR_INTERN;
-			return makeError(cls, "allgather ctx=%llu seq=%llu over %zu ranks: PMIx_Fence: %s",
-					 (unsigned long long)ctx, (unsigned long long)seq, n, PMIx_Error_string(rc));
-		}
-		for (std::size_t i = 0; i < n; ++i) {
-			if (static_cast<int>(i) == myIndex)
-				continue;
-			PmixValue theirs;
-			rc = PMIx_Get(&procs[i], key, nullptr, 0, theirs.out());
-			const pmix_value_t *v = theirs.get();
-			if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != itemBytes)
-				return makeError(RMA_ERR_INTERN,
-						 "allgather ctx=%llu seq=%llu: rank %d's contribution: %s (%zu bytes, "
-						 "expected %zu)",
-						 (unsigned long long)ctx, (unsigned long long)seq, members[i],
-						 rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "wrong type or size",
-						 v && v->type == PMIX_BYTE_OBJECT ? v->data.bo.size : 0, itemBytes);
-			std::memcpy(gathered.data() + i * itemBytes, v->data.bo.bytes, itemBytes);
-		}
+	std::vector<pmix_proc_t> procs(n);
+	for (std::size_t i = 0; i < n; ++i)
+		PMIX_PROC_LOAD(&procs[i], me_.nspace, static_cast<pmix_rank_t>(members[i]));
+	pmix_info_t info;
+	bool collect = true;
+	PMIX_INFO_CONSTRUCT(&info);
+	PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+	rc = PMIx_Fence(procs.data(), n, &info, 1);
+	PMIX_INFO_DESTRUCT(&info);
+	if (rc != PMIX_SUCCESS) {
+		int cls = rc == PMIX_ERR_PROC_ABORTED || rc == PMIX_ERR_PROC_TERM_WO_SYNC ||
+					  rc == PMIX_ERR_LOST_CONNECTION
+				  ? RMA_ERR_PROC_FAILED
+				  : RMA_ERR_INTERN;
+		return makeError(cls, "allgather ctx=%llu seq=%llu over %zu ranks: PMIx_Fence: %s",
+				 (unsigned long long)ctx, (unsigned long long)seq, n, PMIx_Error_string(rc));
 	}
-
-	std::vector<int> fdCounts(n);
-	std::vector<std::byte> all(n * len);
-	uint64_t hubCounter = 0;
-	std::size_t total = 0;
 	for (std::size_t i = 0; i < n; ++i) {
-		Contribution c;
-		std::memcpy(&c, gathered.data() + i * itemBytes, sizeof(c));
-		if (c.fdCount > boot::kMaxMessageFds)
-			return makeError(RMA_ERR_INTERN, "allgather ctx=%llu seq=%llu: rank %d claims %u descriptors",
-					 (unsigned long long)ctx, (unsigned long long)seq, members[i], c.fdCount);
-		fdCounts[i] = static_cast<int>(c.fdCount);
-		total += c.fdCount;
-		if (i == 0)
-			hubCounter = c.counter;
-		if (len > 0) /* an empty vector's data() may be null: memcpy must not see it */
-			std::memcpy(all.data() + i * len, gathered.data() + i * itemBytes + sizeof(Contribution), len);
+		if (static_cast<int>(i) == myIndex)
+			continue;
+		PmixValue theirs;
+		rc = PMIx_Get(&procs[i], key, nullptr, 0, theirs.out());
+		const pmix_value_t *v = theirs.get();
+		if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != itemBytes)
+			return makeError(RMA_ERR_INTERN,
+					 "allgather ctx=%llu seq=%llu: rank %d's contribution: %s (%zu bytes, "
+					 "expected %zu)",
+					 (unsigned long long)ctx, (unsigned long long)seq, members[i],
+					 rc != PMIX_SUCCESS ? PMIx_Error_string(rc) : "wrong type or size",
+					 v && v->type == PMIX_BYTE_OBJECT ? v->data.bo.size : 0, itemBytes);
+		std::memcpy(gathered.data() + i * itemBytes, v->data.bo.bytes, itemBytes);
 	}
-
-	GatherResult result;
-	if (total > 0) {
-		std::vector<pid_t> pids(n);
-		for (std::size_t i = 0; i < n; ++i) {
-			if (hosts_.empty() || hosts_[members[i]] != hosts_[rank_])
-				return makeError(
-					RMA_ERR_INTERN,
-					"allgather ctx=%llu seq=%llu: descriptors cannot cross hosts (rank %d is on "
-					"host %d, rank %d on host %d)",
-					(unsigned long long)ctx, (unsigned long long)seq, members[i],
-					hosts_.empty() ? -1 : hosts_[members[i]], rank_,
-					hosts_.empty() ? -1 : hosts_[rank_]);
-			pids[i] = pids_[members[i]];
-		}
-		RMA_TRY(channel_->exchange(ctx, seq, members, myIndex, pids, fds, fdCounts, result));
-	}
-	out.data = std::move(all);
-	out.fds = std::move(result.fds);
-	out.fdCounts = std::move(fdCounts);
-	out.instance = (static_cast<uint64_t>(members[0]) << kInstanceRankShift) |
-		       (hubCounter & ((uint64_t(1) << kInstanceRankShift) - 1));
 	return RMA_SUCCESS;
 }
 

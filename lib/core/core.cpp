@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "bootstrap/external_bootstrap.h"
 #include "common/knobs.h"
 #include "common/spin_wait.h"
 #include "common/cache.h"
@@ -449,7 +450,7 @@ void printReach(const Bootstrap &boot)
 
 } /* namespace */
 
-int initRuntime()
+int initRuntime(const rma_bootstrap_ops *external)
 {
 	Runtime &rt = runtime();
 	/* First, so that a bad variable fails every rank alike before any collective. */
@@ -460,10 +461,12 @@ int initRuntime()
 		return progress.code();
 	progressState().config = progress.value();
 
-	auto boot = Bootstrap::fromEnvironment();
-	if (!boot)
-		return boot.code();
-	rt.bootstrap = std::move(boot.value());
+	{
+		auto boot = external ? startExternalBootstrap(*external) : Bootstrap::fromEnvironment();
+		if (!boot)
+			return boot.code();
+		rt.bootstrap = std::move(boot.value());
+	}
 	int rank = rt.bootstrap->rank();
 	int size = rt.bootstrap->size();
 	if (const char *verbose = knobValue("RMA_VERBOSE"); verbose && !std::strcmp(verbose, "1"))

@@ -197,10 +197,11 @@ Runtime &runtime();
 
 /*
  * Join the job: the progress configuration (RMA_PROGRESS, RMA_PROGRESS_CORE:
- * RMA_ERR_ARG naming the variable when one is bad), the bootstrap, world and
- * self communicators, predefined handles, and the host's doorbell segment.
+ * RMA_ERR_ARG naming the variable when one is bad), the bootstrap (over @external
+ * when given, rma_init_external's runtime; else Bootstrap::fromEnvironment()), world
+ * and self communicators, predefined handles, and the host's doorbell segment.
  */
-int initRuntime();
+int initRuntime(const rma_bootstrap_ops *external = nullptr);
 /* Barrier over the world, stop this process's agent thread, then drop everything. */
 int finalizeRuntime();
 
