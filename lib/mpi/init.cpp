@@ -16,13 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 
-/*
- * TEMPORARY until librma implements rma_init_external (it lands on main
- * separately): a weak reference links without it, and initShim() treats a
- * missing definition as "librma did not start" (every window passes through).
- */
-#pragma weak rma_init_external
-
 namespace rmampi {
 
 Shim gShim;
@@ -236,26 +229,7 @@ void initShim(int provided)
 	int required = provided == MPI_THREAD_SINGLE ? RMA_THREAD_SINGLE
 		       : provided == MPI_THREAD_FUNNELED ? RMA_THREAD_FUNNELED
 							 : RMA_THREAD_SERIALIZED;
-	int rc;
-	if (&rma_init_external) {
-		rc = rma_init_external(&ops, required, &rmaProvided);
-	} else {
-		/*
-		 * TEMPORARY (goes with the weak reference above): librma's own
-		 * bootstrap, a job of one rank or Open MPI's PMIx job, used only
-		 * if its world is exactly this MPI_COMM_WORLD.
-		 */
-		rc = rma_init_thread(nullptr, nullptr, required, &rmaProvided);
-		int r = -1, n = -1;
-		if (rc == RMA_SUCCESS) {
-			rma_comm_rank(RMA_COMM_WORLD, &r);
-			rma_comm_size(RMA_COMM_WORLD, &n);
-			if (r != s.worldRank || n != s.worldSize) {
-				rma_finalize();
-				rc = RMA_ERR_NOT_SUPPORTED;
-			}
-		}
-	}
+	int rc = rma_init_external(&ops, required, &rmaProvided);
 	/* Every rank must agree, or the windows' votes would split the job. */
 	int ok = rc == RMA_SUCCESS, all = 0;
 	PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, s.world);
