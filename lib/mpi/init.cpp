@@ -177,8 +177,8 @@ void initShim(int provided)
 	Shim &s = shim();
 	if (s.initialized)
 		return;
+	s.multiple = provided == MPI_THREAD_MULTIPLE; /* before the lock: it decides whether to take it */
 	ControlLock lock;
-	s.multiple = provided == MPI_THREAD_MULTIPLE;
 	if (PMPI_Comm_dup(MPI_COMM_WORLD, &s.world) != MPI_SUCCESS)
 		return;
 	PMPI_Comm_set_errhandler(s.world, MPI_ERRORS_RETURN);

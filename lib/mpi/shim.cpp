@@ -52,27 +52,31 @@ uint64_t totalOps()
 /* ---- control lock -------------------------------------------------------- */
 
 namespace {
-thread_local int tControlDepth = 0;
+/* This thread holds the control mutex (through an outer ControlLock), and has it released in a callback. */
+thread_local bool tControlHeld = false;
 thread_local bool tControlSuspended = false;
 } /* namespace */
 
-ControlLock::ControlLock() : taken_(shim().multiple && tControlDepth == 0)
+ControlLock::ControlLock() : taken_(shim().multiple && !tControlHeld)
 {
-	if (taken_)
+	if (taken_) {
 		shim().control.lock();
-	tControlDepth++;
+		tControlHeld = true;
+	}
 }
 
 ControlLock::~ControlLock()
 {
-	tControlDepth--;
-	if (taken_)
+	if (taken_) {
+		tControlHeld = false;
 		shim().control.unlock();
+	}
 }
 
+/* Keyed on what this thread holds, not on the thread level: initShim() sets that under a lock. */
 void ControlLock::suspend()
 {
-	if (shim().multiple && tControlDepth > 0 && !tControlSuspended) {
+	if (tControlHeld && !tControlSuspended) {
 		tControlSuspended = true;
 		shim().control.unlock();
 	}
