@@ -57,6 +57,24 @@ int commDeleted(MPI_Comm, int, void *value, void *)
 
 } /* namespace */
 
+namespace {
+thread_local MPI_Comm tScopeComm = MPI_COMM_NULL;
+thread_local const std::vector<int> *tScopeMembers = nullptr;
+} /* namespace */
+
+CollectiveScope::CollectiveScope(MPI_Comm comm, const std::vector<int> &members)
+	: prevComm_(tScopeComm), prevMembers_(tScopeMembers)
+{
+	tScopeComm = comm;
+	tScopeMembers = &members;
+}
+
+CollectiveScope::~CollectiveScope()
+{
+	tScopeComm = prevComm_;
+	tScopeMembers = prevMembers_;
+}
+
 int createCommKeyval()
 {
 	return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, commDeleted, &shim().commKeyval, nullptr);
@@ -141,7 +159,8 @@ int ensureRmaComm(CommEntry &e)
 	rma_group_free(&worldGroup);
 	if (rc != RMA_SUCCESS)
 		return rc;
-	/* Collective over C's members only; its allgathers find e.dup through seedMembers(). */
+	/* Collective over C's members only; its allgathers run on e.dup. */
+	CollectiveScope scope(e.dup, e.worldRanks);
 	rc = rma_comm_create_group(RMA_COMM_WORLD, group, 0, &e.rmaComm);
 	rma_group_free(&group);
 	if (rc == RMA_SUCCESS)
@@ -156,7 +175,9 @@ int bootstrapAllgather(const int *members, int count, int myIndex, const void *s
 		return 1;
 	std::vector<int> key(members, members + count);
 	MPI_Comm comm = MPI_COMM_NULL;
-	{
+	if (tScopeMembers && *tScopeMembers == key) {
+		comm = tScopeComm;
+	} else {
 		std::lock_guard<std::mutex> g(membersMutex);
 		auto it = byMembers.find(key);
 		if (it != byMembers.end())

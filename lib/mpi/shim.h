@@ -7,10 +7,13 @@
  * The shim uses librma through include/rma/rma.h only.
  *
  * Threads (§6.1): below MPI_THREAD_MULTIPLE the program serializes its MPI
- * calls, so the shim takes no lock anywhere. Under MULTIPLE, control calls
- * (creation, free, init, finalize, decoding on a cache miss) run under the
- * control mutex, and every librma call on a window runs under that window's
- * spinlock (WinGuard).
+ * calls, so the shim takes no lock anywhere. Under MULTIPLE, the shim's
+ * tables (windows, types, communicators), init, finalize and decoding on a
+ * cache miss run under the control mutex, and every librma call on a window
+ * runs under that window's spinlock (WinGuard). Window creation and free
+ * take neither while they wait for the peers: librma serializes per window
+ * and per communicator, and MPI already forbids two threads in collectives
+ * on one communicator.
  */
 #pragma once
 
@@ -54,6 +57,8 @@ struct ShimWin {
 	MPI_Win shadow = MPI_WIN_NULL;
 	rma_win win = RMA_WIN_NULL;
 	MPI_Group group = MPI_GROUP_NULL;   /* the window communicator's group (MPI_Win_get_group, PSCW) */
+	MPI_Comm dup = MPI_COMM_NULL;       /* librma's collectives on this window (free) run here */
+	std::vector<int> worldRanks;        /* its members, as librma names them */
 	rma_group winGroup = RMA_GROUP_NULL; /* the librma window's group (PSCW) */
 	GroupCache post, start;
 	/* The predefined attributes: MPI_Win_get_attr returns pointers to these. */
@@ -176,6 +181,25 @@ CommEntry *commEntry(MPI_Comm comm, int &rc);
 int ensureRmaComm(CommEntry &e);
 /* The bootstrap collective: allgather over exactly @members (world ranks). */
 int bootstrapAllgather(const int *members, int count, int myIndex, const void *send, size_t len, void *recv);
+/*
+ * While alive, librma collectives of this thread over exactly @members run on
+ * @comm. The member list alone is ambiguous: two communicators with the same
+ * members may be in collectives at once from two threads (MPI_THREAD_MULTIPLE),
+ * and they must not meet on one MPI communicator. librma calls its allgather
+ * from the thread inside the rma_ call, so a thread-local scope tells them apart.
+ */
+class CollectiveScope
+{
+public:
+	CollectiveScope(MPI_Comm comm, const std::vector<int> &members);
+	~CollectiveScope();
+	CollectiveScope(const CollectiveScope &) = delete;
+	CollectiveScope &operator=(const CollectiveScope &) = delete;
+
+private:
+	MPI_Comm prevComm_;
+	const std::vector<int> *prevMembers_;
+};
 /* Remember that @comm's ranks are exactly @members (seeds bootstrapAllgather's hash). */
 void seedMembers(const std::vector<int> &members, MPI_Comm comm);
 /* Finalize, before rma_finalize: free every CommEntry's rma_comm and duplicate. */

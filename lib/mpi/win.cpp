@@ -175,8 +175,7 @@ int createWindow(const CreateArgs &a)
 	 * Under MPI_THREAD_MULTIPLE two threads may create windows on two
 	 * communicators at once: the MPI collectives below run without the
 	 * control lock (holding it across one would deadlock with a peer whose
-	 * threads took it in the other order); librma calls run under it, and
-	 * its bootstrap collectives release it while they block (§6.1).
+	 * threads took it in the other order); only the shim's tables take it.
 	 */
 	int inter = 0;
 	if (a.comm == MPI_COMM_NULL || PMPI_Comm_test_inter(a.comm, &inter) != MPI_SUCCESS || inter)
@@ -204,7 +203,12 @@ int createWindow(const CreateArgs &a)
 		void *base = nullptr;
 		int rrc;
 		{
-			ControlLock lock;
+			/*
+			 * No control lock: librma serializes per communicator, not
+			 * globally, and its creation waits for the peers (a lock held
+			 * here would deadlock two threads creating on two comms).
+			 */
+			CollectiveScope scope(e->dup, e->worldRanks);
 			rrc = ensureRmaComm(*e);
 			if (rrc == RMA_SUCCESS)
 				rrc = rmaCreate(a, info, e->rmaComm, base, rw);
@@ -217,6 +221,9 @@ int createWindow(const CreateArgs &a)
 			w->shadow = shadow;
 			w->win = rw;
 			PMPI_Comm_group(e->dup, &w->group);
+			/* Its own: the program may free C (and so e) before the window. */
+			PMPI_Comm_dup(e->dup, &w->dup);
+			w->worldRanks = e->worldRanks;
 			w->base = base;
 			w->size = a.flavor == Flavor::Dynamic ? 0 : a.size;
 			w->dispUnit = a.flavor == Flavor::Dynamic ? 1 : static_cast<int>(a.dispUnit);
@@ -338,7 +345,8 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 		return PMPI_Win_free(win);
 	int rc;
 	{
-		ControlLock lock;
+		/* No control lock: rma_win_free waits for the peers (see createWindow). */
+		CollectiveScope scope(w->dup, w->worldRanks);
 		rc = rma_win_free(&w->win);
 	}
 	if (w->win != RMA_WIN_NULL) /* not freed (a pending operation, a failing callback): stays usable */
@@ -352,6 +360,8 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 		rma_group_free(&w->winGroup);
 	if (w->group != MPI_GROUP_NULL)
 		PMPI_Group_free(&w->group);
+	if (w->dup != MPI_COMM_NULL)
+		PMPI_Comm_free(&w->dup);
 	/* The program's attribute delete callbacks run here, with its handle, as on any MPI window. */
 	uintptr_t key = handleKey(w->shadow);
 	int mrc = PMPI_Win_free(win);
