@@ -63,7 +63,7 @@ thread_local const std::vector<int> *tScopeMembers = nullptr;
 } /* namespace */
 
 CollectiveScope::CollectiveScope(MPI_Comm comm, const std::vector<int> &members)
-	: prevComm_(tScopeComm), prevMembers_(tScopeMembers)
+    : prevComm_(tScopeComm), prevMembers_(tScopeMembers)
 {
 	tScopeComm = comm;
 	tScopeMembers = &members;
@@ -121,8 +121,7 @@ CommEntry *commEntry(MPI_Comm comm, int &rc)
 	e->worldRanks.assign(size, MPI_UNDEFINED);
 	PMPI_Group_translate_ranks(e->group, size, iota.data(), worldGroup, e->worldRanks.data());
 	PMPI_Group_free(&worldGroup);
-	e->inWorld = std::none_of(e->worldRanks.begin(), e->worldRanks.end(),
-				  [](int r) { return r == MPI_UNDEFINED; });
+	e->inWorld = std::none_of(e->worldRanks.begin(), e->worldRanks.end(), [](int r) { return r == MPI_UNDEFINED; });
 
 	/* On this host iff the shared-memory split keeps everyone (collective over C). */
 	MPI_Comm node = MPI_COMM_NULL;

@@ -23,7 +23,7 @@ namespace {
 	std::string why;
 	const TypeEntry *e = decodeType(type, rc, why);
 	if (!e)
-		err = raiseMpi(w, mpiCodeWithText(rc, (std::string(call) + ": datatype: " + why).c_str()), call);
+		err = raiseMpi(w, mpiCodeWithText(rc, call, "datatype: " + why), call);
 	return e;
 }
 
@@ -36,15 +36,15 @@ inline const TypeEntry *typeOf(MPI_Datatype type, ShimWin &w, const char *call, 
 
 [[gnu::cold, gnu::noinline]] int opError(ShimWin &w, const char *call)
 {
-	return raiseMpi(w, mpiCodeWithText(MPI_ERR_OP, (std::string(call) +
-		": only predefined operations are allowed in RMA calls").c_str()), call);
+	return raiseMpi(w, mpiCodeWithText(MPI_ERR_OP, call, "only predefined operations are allowed in RMA calls"),
+			call);
 }
 
 [[gnu::cold, gnu::noinline]] int opaqueError(ShimWin &w, const char *call)
 {
-	return raiseMpi(w, mpiCodeWithText(MPI_ERR_TYPE, (std::string(call) +
-		": this predefined MPI datatype has no librma twin; only MPI_REPLACE and MPI_NO_OP "
-		"accumulate it").c_str()), call);
+	static const std::string what = "this predefined MPI datatype has no librma twin; only MPI_REPLACE and "
+					"MPI_NO_OP accumulate it";
+	return raiseMpi(w, mpiCodeWithText(MPI_ERR_TYPE, call, what), call);
 }
 
 /* The librma op of @op, and the check for opaque types (§4.2); RMA_OP_NULL after raising. */
@@ -111,8 +111,15 @@ int greqQuery(void *, MPI_Status *status)
 	status->MPI_TAG = MPI_UNDEFINED;
 	return MPI_SUCCESS;
 }
-int greqFree(void *) { return MPI_SUCCESS; }
-int greqCancel(void *, int) { return MPI_SUCCESS; }
+int greqFree(void *)
+{
+	return MPI_SUCCESS;
+}
+
+int greqCancel(void *, int)
+{
+	return MPI_SUCCESS;
+}
 
 /* Local completion in librma never waits for the target: complete now, hand MPI a done request. */
 [[gnu::noinline]] int completeRequest(ShimWin &w, rma_request &req, MPI_Request *request, const char *call)
@@ -129,8 +136,9 @@ int greqCancel(void *, int) { return MPI_SUCCESS; }
 /* ---- the operations ----------------------------------------------------- */
 
 template <typename Count>
-[[gnu::always_inline]] inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
-		 Count tcount, MPI_Datatype ttype, MPI_Request *request, const char *call)
+[[gnu::always_inline]] inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank,
+					MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Request *request,
+					const char *call)
 {
 	int err = MPI_SUCCESS;
 	const TypeEntry *ot = typeOf(otype, w, call, err);
@@ -155,8 +163,9 @@ template <typename Count>
 }
 
 template <typename Count>
-[[gnu::always_inline]] inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp, Count tcount,
-		 MPI_Datatype ttype, MPI_Request *request, const char *call)
+[[gnu::always_inline]] inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int rank,
+					MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Request *request,
+					const char *call)
 {
 	int err = MPI_SUCCESS;
 	const TypeEntry *ot = typeOf(otype, w, call, err);
@@ -181,8 +190,9 @@ template <typename Count>
 }
 
 template <typename Count>
-[[gnu::always_inline]] inline int doAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank, MPI_Aint disp,
-		 Count tcount, MPI_Datatype ttype, MPI_Op mop, MPI_Request *request, const char *call)
+[[gnu::always_inline]] inline int doAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank,
+					MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Op mop,
+					MPI_Request *request, const char *call)
 {
 	int err = MPI_SUCCESS;
 	const TypeEntry *ot = typeOf(otype, w, call, err);
@@ -201,8 +211,8 @@ template <typename Count>
 	rma_request req = RMA_REQUEST_NULL;
 	if (rc == RMA_SUCCESS) [[likely]] {
 		WinGuard g(w);
-		rc = request ? rma_raccumulate(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, op,
-					       w.win, &req)
+		rc = request ? rma_raccumulate(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, op, w.win,
+					       &req)
 			     : rma_accumulate(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, op, w.win);
 	}
 	if (rc != RMA_SUCCESS) [[unlikely]]
@@ -211,9 +221,9 @@ template <typename Count>
 }
 
 template <typename Count>
-[[gnu::always_inline]] inline int doGetAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, void *raddr, Count rcount,
-		    MPI_Datatype rtype, int rank, MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Op mop,
-		    MPI_Request *request, const char *call)
+[[gnu::always_inline]] inline int doGetAcc(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, void *raddr,
+					   Count rcount, MPI_Datatype rtype, int rank, MPI_Aint disp, Count tcount,
+					   MPI_Datatype ttype, MPI_Op mop, MPI_Request *request, const char *call)
 {
 	int err = MPI_SUCCESS;
 	/* With MPI_NO_OP the origin arguments are ignored: look its type up only if it is one. */
@@ -284,8 +294,8 @@ RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype orig
 }
 
 RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-				 int target_rank, MPI_Aint target_disp, int target_count,
-				 MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+				 int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+				 MPI_Op op, MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
@@ -297,23 +307,22 @@ RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_
 }
 
 RMAMPI_EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-				     void *result_addr, int result_count, MPI_Datatype result_datatype,
-				     int target_rank, MPI_Aint target_disp, int target_count,
-				     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+				     void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank,
+				     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
+				     MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
 		return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					   result_datatype, target_rank, target_disp, target_count, target_datatype,
-					   op, win);
+					   result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+					   win);
 	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, nullptr,
-			"MPI_Get_accumulate");
+			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate");
 }
 
-RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
-				   int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+				   MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
@@ -341,8 +350,8 @@ RMAMPI_EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *comp
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
-		return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank,
-					     target_disp, win);
+		return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp,
+					     win);
 	int err = MPI_SUCCESS;
 	const TypeEntry *t = typeOf(datatype, *w, "MPI_Compare_and_swap", err);
 	if (!t) [[unlikely]]
@@ -385,8 +394,8 @@ RMAMPI_EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype ori
 }
 
 RMAMPI_EXPORT int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-				  int target_rank, MPI_Aint target_disp, int target_count,
-				  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+				  int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+				  MPI_Op op, MPI_Win win, MPI_Request *request)
 {
 	countOp();
 	ShimWin *w = findWin(win);
@@ -406,19 +415,18 @@ RMAMPI_EXPORT int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
 		return PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					    result_datatype, target_rank, target_disp, target_count,
-					    target_datatype, op, win, request);
+					    result_datatype, target_rank, target_disp, target_count, target_datatype,
+					    op, win, request);
 	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, request,
-			"MPI_Rget_accumulate");
+			target_rank, target_disp, target_count, target_datatype, op, request, "MPI_Rget_accumulate");
 }
 
 /* ---- large-count forms (§1.4; MPICH 4 only) ------------------------------------ */
 
 #ifdef RMAMPI_HAVE_LARGE_COUNT
 RMAMPI_EXPORT int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-			    int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-			    MPI_Datatype target_datatype, MPI_Win win)
+			    int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype,
+			    MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
@@ -429,9 +437,8 @@ RMAMPI_EXPORT int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI
 		     target_datatype, nullptr, "MPI_Put_c");
 }
 
-RMAMPI_EXPORT int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-			    int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-			    MPI_Datatype target_datatype, MPI_Win win)
+RMAMPI_EXPORT int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank,
+			    MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
@@ -455,20 +462,19 @@ RMAMPI_EXPORT int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_cou
 		     target_datatype, op, nullptr, "MPI_Accumulate_c");
 }
 
-RMAMPI_EXPORT int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
-				       MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
-				       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-				       MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+RMAMPI_EXPORT int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+				       void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype,
+				       int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+				       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
 		return PMPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					     result_datatype, target_rank, target_disp, target_count,
-					     target_datatype, op, win);
+					     result_datatype, target_rank, target_disp, target_count, target_datatype,
+					     op, win);
 	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, nullptr,
-			"MPI_Get_accumulate_c");
+			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate_c");
 }
 
 RMAMPI_EXPORT int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
@@ -478,21 +484,21 @@ RMAMPI_EXPORT int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MP
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
-		return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-				   target_count, target_datatype, win, request);
+		return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				   target_datatype, win, request);
 	return doPut(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 		     target_datatype, request, "MPI_Rput_c");
 }
 
-RMAMPI_EXPORT int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
-			     int target_rank, MPI_Aint target_disp, MPI_Count target_count,
-			     MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+RMAMPI_EXPORT int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank,
+			     MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+			     MPI_Request *request)
 {
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
-		return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
-				   target_count, target_datatype, win, request);
+		return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				   target_datatype, win, request);
 	return doGet(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 		     target_datatype, request, "MPI_Rget_c");
 }
@@ -510,20 +516,18 @@ RMAMPI_EXPORT int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_co
 		     target_datatype, op, request, "MPI_Raccumulate_c");
 }
 
-RMAMPI_EXPORT int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
-					MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
-					MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
-					MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
-					MPI_Win win, MPI_Request *request)
+RMAMPI_EXPORT int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+					void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype,
+					int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+					MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
 	countOp();
 	ShimWin *w = findWin(win);
 	if (!w) [[unlikely]]
 		return PMPI_Rget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					      result_datatype, target_rank, target_disp, target_count,
-					      target_datatype, op, win, request);
+					      result_datatype, target_rank, target_disp, target_count, target_datatype,
+					      op, win, request);
 	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, request,
-			"MPI_Rget_accumulate_c");
+			target_rank, target_disp, target_count, target_datatype, op, request, "MPI_Rget_accumulate_c");
 }
 #endif

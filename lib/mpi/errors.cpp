@@ -15,8 +15,8 @@ namespace rmampi {
 
 namespace {
 
-#define RMAMPI_CLASS(x)        \
-	case RMA_ERR_##x:      \
+#define RMAMPI_CLASS(x) \
+	case RMA_ERR_##x: \
 		return MPI_ERR_##x
 
 int classOf(int rmaClass)
@@ -109,6 +109,11 @@ int mpiCodeWithText(int mpiClass, const char *text)
 	PMPI_Add_error_string(code, text);
 	texts[code] = text;
 	return code;
+}
+
+int mpiCodeWithText(int mpiClass, const char *call, const std::string &what)
+{
+	return mpiCodeWithText(mpiClass, (std::string(call) + ": " + what).c_str());
 }
 
 int mpiCodeFor(int rmaCode)

@@ -151,7 +151,8 @@ int finalizeHook(MPI_Comm, int, void *, void *)
 	s.rmaUp = false;
 	releaseBootstrapComms();
 	s.finalized = true;
-	/* Attributes still set keep their keyval alive until MPI deletes them (their callbacks only free memory now). */
+	/* Attributes still set keep their keyval alive until MPI deletes them (their callbacks only free memory now).
+	 */
 	if (s.typeKeyval != MPI_KEYVAL_INVALID)
 		PMPI_Type_free_keyval(&s.typeKeyval);
 	if (s.commKeyval != MPI_KEYVAL_INVALID)
@@ -226,7 +227,7 @@ void initShim(int provided)
 	ops.abort = abortCb;
 	int rmaProvided = 0;
 	/* min(provided, SERIALIZED): the shim serializes calls per window under MULTIPLE (§6.1). */
-	int required = provided == MPI_THREAD_SINGLE ? RMA_THREAD_SINGLE
+	int required = provided == MPI_THREAD_SINGLE	 ? RMA_THREAD_SINGLE
 		       : provided == MPI_THREAD_FUNNELED ? RMA_THREAD_FUNNELED
 							 : RMA_THREAD_SERIALIZED;
 	int rc = rma_init_external(&ops, required, &rmaProvided);
@@ -238,8 +239,10 @@ void initShim(int provided)
 			char text[RMA_MAX_ERROR_STRING];
 			int len = 0;
 			rma_error_string(rc, text, &len);
-			std::fprintf(stderr, "librma-mpi: rank %d: librma did not start (%s): every window goes "
-					     "through the MPI\n", s.worldRank, text);
+			std::fprintf(stderr,
+				     "librma-mpi: rank %d: librma did not start (%s): every window goes "
+				     "through the MPI\n",
+				     s.worldRank, text);
 		}
 		if (rc == RMA_SUCCESS)
 			rma_finalize();

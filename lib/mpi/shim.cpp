@@ -139,9 +139,8 @@ void fillTables()
 		e->predefined = true;
 		typeTable.insert(handleKey(mpiType), e);
 	}
-	static const MPI_Op ops[] = { MPI_MAX,  MPI_MIN,  MPI_SUM,  MPI_PROD,   MPI_LAND,   MPI_BAND,
-				      MPI_LOR,  MPI_BOR,  MPI_LXOR, MPI_BXOR,   MPI_MAXLOC, MPI_MINLOC,
-				      MPI_REPLACE, MPI_NO_OP };
+	static const MPI_Op ops[] = { MPI_MAX, MPI_MIN,	 MPI_SUM,  MPI_PROD,   MPI_LAND,   MPI_BAND,	MPI_LOR,
+				      MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC, MPI_REPLACE, MPI_NO_OP };
 	for (MPI_Op op : ops) {
 		rma_op r = RMA_OP_NULL;
 		if (translateOp(op, r) == MPI_SUCCESS)

@@ -36,14 +36,14 @@ namespace rmampi {
 
 /* Per MPI communicator a librma window was asked for (§3.5). */
 struct CommEntry {
-	MPI_Comm dup = MPI_COMM_NULL;      /* the shim's private duplicate of C */
-	MPI_Group group = MPI_GROUP_NULL;  /* C's group (PSCW translation) */
-	std::vector<int> worldRanks;       /* C's rank r is world rank worldRanks[r] */
-	int rank = 0;                      /* this process in C */
-	bool inWorld = false;              /* every member is in this MPI_COMM_WORLD */
-	bool onHost = false;               /* every member shares memory with this process */
-	rma_comm rmaComm = RMA_COMM_NULL;  /* rank r of C is rank r here; made at the first librma window */
-	bool freed = false;                /* released at finalize; the attribute callback only deletes */
+	MPI_Comm dup = MPI_COMM_NULL;	  /* the shim's private duplicate of C */
+	MPI_Group group = MPI_GROUP_NULL; /* C's group (PSCW translation) */
+	std::vector<int> worldRanks;	  /* C's rank r is world rank worldRanks[r] */
+	int rank = 0;			  /* this process in C */
+	bool inWorld = false;		  /* every member is in this MPI_COMM_WORLD */
+	bool onHost = false;		  /* every member shares memory with this process */
+	rma_comm rmaComm = RMA_COMM_NULL; /* rank r of C is rank r here; made at the first librma window */
+	bool freed = false;		  /* released at finalize; the attribute callback only deletes */
 };
 
 /* The last MPI group a PSCW call translated, and the librma group made of it (§4.4). */
@@ -56,9 +56,9 @@ struct GroupCache {
 struct ShimWin {
 	MPI_Win shadow = MPI_WIN_NULL;
 	rma_win win = RMA_WIN_NULL;
-	MPI_Group group = MPI_GROUP_NULL;   /* the window communicator's group (MPI_Win_get_group, PSCW) */
-	MPI_Comm dup = MPI_COMM_NULL;       /* librma's collectives on this window (free) run here */
-	std::vector<int> worldRanks;        /* its members, as librma names them */
+	MPI_Group group = MPI_GROUP_NULL;    /* the window communicator's group (MPI_Win_get_group, PSCW) */
+	MPI_Comm dup = MPI_COMM_NULL;	     /* librma's collectives on this window (free) run here */
+	std::vector<int> worldRanks;	     /* its members, as librma names them */
 	rma_group winGroup = RMA_GROUP_NULL; /* the librma window's group (PSCW) */
 	GroupCache post, start;
 	/* The predefined attributes: MPI_Win_get_attr returns pointers to these. */
@@ -73,17 +73,17 @@ struct ShimWin {
 
 /* Process-wide shim state. */
 struct Shim {
-	bool initialized = false;   /* MPI_Init went through the shim */
-	bool rmaUp = false;         /* librma is initialized (rma_init_external succeeded) */
-	bool finalized = false;     /* the finalize hook ran */
+	bool initialized = false; /* MPI_Init went through the shim */
+	bool rmaUp = false;	  /* librma is initialized (rma_init_external succeeded) */
+	bool finalized = false;	  /* the finalize hook ran */
 	bool versionMismatch = false;
-	bool forceMpi = false;      /* RMA_MPI_ENGINE=mpi at init: every window passes through */
-	bool multiple = false;      /* MPI_THREAD_MULTIPLE */
+	bool forceMpi = false; /* RMA_MPI_ENGINE=mpi at init: every window passes through */
+	bool multiple = false; /* MPI_THREAD_MULTIPLE */
 	int worldRank = 0;
 	int worldSize = 1;
 	MPI_Comm world = MPI_COMM_NULL; /* PMPI_Comm_dup(MPI_COMM_WORLD) */
-	MPI_Comm node = MPI_COMM_NULL;  /* world split by shared memory */
-	std::vector<int> hostOf;        /* world rank -> host id (smallest world rank on its host) */
+	MPI_Comm node = MPI_COMM_NULL;	/* world split by shared memory */
+	std::vector<int> hostOf;	/* world rank -> host id (smallest world rank on its host) */
 	int commKeyval = MPI_KEYVAL_INVALID;
 	int typeKeyval = MPI_KEYVAL_INVALID;
 	int hookKeyval = MPI_KEYVAL_INVALID;
@@ -94,7 +94,10 @@ struct Shim {
 
 /* A plain global, not a function-local static: no guard check on the hot path (WinGuard reads it). */
 extern Shim gShim;
-inline Shim &shim() { return gShim; }
+inline Shim &shim()
+{
+	return gShim;
+}
 extern HandleTable<ShimWin> winTable;
 extern HandleTable<const TypeEntry> typeTable;
 extern HandleTable<rma_op_handle_> opTable;
@@ -161,13 +164,19 @@ private:
 /* ---- lookups ---- */
 /* Pre-insert the predefined types and ops; make the datatype keyval (init). */
 void fillTables();
-inline ShimWin *findWin(MPI_Win win) noexcept { return winTable.find(handleKey(win)); }
+inline ShimWin *findWin(MPI_Win win) noexcept
+{
+	return winTable.find(handleKey(win));
+}
 
 /* Slow path of findType(): decode, cache, set the lifetime attribute. nullptr with @rc set on failure. */
 const TypeEntry *decodeType(MPI_Datatype type, int &rc, std::string &why);
 
 /* MPI rank -> librma rank (MPI_PROC_NULL differs; every other rank is the same number). */
-inline int rmaRank(int rank) noexcept { return rank == MPI_PROC_NULL ? RMA_PROC_NULL : rank; }
+inline int rmaRank(int rank) noexcept
+{
+	return rank == MPI_PROC_NULL ? RMA_PROC_NULL : rank;
+}
 
 /* MPI_MODE_* bits -> RMA_MODE_*; false if an unknown bit is set. */
 bool translateAssert(int mpiAssert, int &rmaAssert) noexcept;
@@ -214,6 +223,8 @@ int mpiClassOf(int rmaCode);
 int mpiCodeFor(int rmaCode);
 /* A code of MPI class @mpiClass that carries @text. */
 int mpiCodeWithText(int mpiClass, const char *text);
+/* A code of MPI class @mpiClass that carries "@call: @what". */
+int mpiCodeWithText(int mpiClass, const char *call, const std::string &what);
 /* Raise librma error @rmaCode on @w's program handle; returns what the program's handler leaves. */
 [[gnu::cold]] int raiseRma(ShimWin &w, int rmaCode, const char *call);
 /* Raise an MPI code on @w. */

@@ -45,8 +45,9 @@ int translateGroup(ShimWin &w, MPI_Group group, GroupCache &cache, const char *c
 		return raiseMpi(w, rc, call);
 	for (int r : ranks)
 		if (r == MPI_UNDEFINED)
-			return raiseMpi(w, mpiCodeWithText(MPI_ERR_GROUP, (std::string(call) +
-				": a member of the group is not in the window").c_str()), call);
+			return raiseMpi(
+				w, mpiCodeWithText(MPI_ERR_GROUP, call, "a member of the group is not in the window"),
+				call);
 	if (cache.group == RMA_GROUP_NULL || cache.ranks != ranks) {
 		rma_group g = RMA_GROUP_NULL;
 		int rrc = rma_group_incl(w.winGroup, n, ranks.data(), &g);

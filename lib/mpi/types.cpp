@@ -100,10 +100,10 @@ int translateOp(MPI_Op op, rma_op &out)
 		MPI_Op mpi;
 		rma_op rma;
 	} ops[] = {
-		{ MPI_MAX, RMA_MAX },	  { MPI_MIN, RMA_MIN },		{ MPI_SUM, RMA_SUM },
-		{ MPI_PROD, RMA_PROD },	  { MPI_LAND, RMA_LAND },	{ MPI_BAND, RMA_BAND },
-		{ MPI_LOR, RMA_LOR },	  { MPI_BOR, RMA_BOR },		{ MPI_LXOR, RMA_LXOR },
-		{ MPI_BXOR, RMA_BXOR },	  { MPI_MAXLOC, RMA_MAXLOC },	{ MPI_MINLOC, RMA_MINLOC },
+		{ MPI_MAX, RMA_MAX },	      { MPI_MIN, RMA_MIN },	  { MPI_SUM, RMA_SUM },
+		{ MPI_PROD, RMA_PROD },	      { MPI_LAND, RMA_LAND },	  { MPI_BAND, RMA_BAND },
+		{ MPI_LOR, RMA_LOR },	      { MPI_BOR, RMA_BOR },	  { MPI_LXOR, RMA_LXOR },
+		{ MPI_BXOR, RMA_BXOR },	      { MPI_MAXLOC, RMA_MAXLOC }, { MPI_MINLOC, RMA_MINLOC },
 		{ MPI_REPLACE, RMA_REPLACE }, { MPI_NO_OP, RMA_NO_OP },
 	};
 	for (const auto &o : ops)

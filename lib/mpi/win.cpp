@@ -57,14 +57,14 @@ enum class Flavor { Create, Allocate, Shared, Dynamic };
 
 struct CreateArgs {
 	Flavor flavor;
-	void *base;     /* create */
+	void *base; /* create */
 	MPI_Aint size;
 	MPI_Aint dispUnit;
 	MPI_Info info;
 	MPI_Comm comm;
-	void *baseptr;  /* allocate, allocate_shared: where the base goes */
+	void *baseptr; /* allocate, allocate_shared: where the base goes */
 	MPI_Win *win;
-	bool large;     /* a _c entry: pass through to the _c PMPI call */
+	bool large; /* a _c entry: pass through to the _c PMPI call */
 	const void *caller;
 	const char *call;
 };
@@ -125,8 +125,8 @@ bool fromFortran(const void *caller)
 		return false;
 	const char *base = std::strrchr(di.dli_fname, '/');
 	base = base ? base + 1 : di.dli_fname;
-	for (const char *lib : { "libmpichfort.so", "libmpi_mpifh.so", "libmpi_usempif08.so",
-				 "libmpi_usempi_ignore_tkr.so" })
+	for (const char *lib :
+	     { "libmpichfort.so", "libmpi_mpifh.so", "libmpi_usempif08.so", "libmpi_usempi_ignore_tkr.so" })
 		if (std::strncmp(base, lib, std::strlen(lib)) == 0)
 			return true;
 	return false;
@@ -255,9 +255,10 @@ int createWindow(const CreateArgs &a)
 				rma_info_free(&info);
 			if (shadow != MPI_WIN_NULL)
 				PMPI_Win_free(&shadow);
-			int code = rrc != RMA_SUCCESS ? mpiCodeFor(rrc)
-						      : mpiCodeWithText(MPI_ERR_OTHER, (std::string(a.call) +
-							": librma could not create the window on another member").c_str());
+			int code = rrc != RMA_SUCCESS
+					   ? mpiCodeFor(rrc)
+					   : mpiCodeWithText(MPI_ERR_OTHER, a.call,
+							     "librma could not create the window on another member");
 			return raiseOnComm(a.comm, code, a.call);
 		}
 		if (rrc != RMA_SUCCESS && e->rank == 0) {
@@ -268,9 +269,11 @@ int createWindow(const CreateArgs &a)
 				     a.call, text);
 		}
 	} else if (engine == "librma" && e->rank == 0) {
-		std::fprintf(stderr, "librma-mpi: %s: librma_engine=librma, but librma cannot serve this window "
-				     "(not every member is on this host, in MPI_COMM_WORLD, or agreed): the MPI "
-				     "serves it\n", a.call);
+		std::fprintf(stderr,
+			     "librma-mpi: %s: librma_engine=librma, but librma cannot serve this window "
+			     "(not every member is on this host, in MPI_COMM_WORLD, or agreed): the MPI "
+			     "serves it\n",
+			     a.call);
 	}
 	if (info != RMA_INFO_NULL)
 		rma_info_free(&info);
@@ -300,8 +303,8 @@ RMAMPI_EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, 
 			      __builtin_return_address(0), "MPI_Win_allocate" });
 }
 
-RMAMPI_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
-					  void *baseptr, MPI_Win *win)
+RMAMPI_EXPORT int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+					  MPI_Win *win)
 {
 	return createWindow({ Flavor::Shared, nullptr, size, disp_unit, info, comm, baseptr, win, false,
 			      __builtin_return_address(0), "MPI_Win_allocate_shared" });
@@ -321,8 +324,8 @@ RMAMPI_EXPORT int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit
 			      __builtin_return_address(0), "MPI_Win_create_c" });
 }
 
-RMAMPI_EXPORT int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-				     void *baseptr, MPI_Win *win)
+RMAMPI_EXPORT int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+				     MPI_Win *win)
 {
 	return createWindow({ Flavor::Allocate, nullptr, size, disp_unit, info, comm, baseptr, win, true,
 			      __builtin_return_address(0), "MPI_Win_allocate_c" });

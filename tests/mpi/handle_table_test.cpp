@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-using rmampi::HandleTable;
 using rmampi::handleKey;
+using rmampi::HandleTable;
 
 namespace {
 
@@ -57,7 +57,7 @@ TEST(HandleTableTest, KeysOfBothAbis)
 {
 	int x = 0;
 	EXPECT_EQ(handleKey(static_cast<int>(0xa0000000u)), 0xa0000000u); /* MPICH: no sign extension */
-	EXPECT_EQ(handleKey(&x), reinterpret_cast<uintptr_t>(&x));      /* Open MPI: the pointer */
+	EXPECT_EQ(handleKey(&x), reinterpret_cast<uintptr_t>(&x));	  /* Open MPI: the pointer */
 }
 
 /* Readers never see a wrong value or freed memory while a writer inserts and grows. */
