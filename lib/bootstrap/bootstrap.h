@@ -16,7 +16,11 @@
  *    mpirun, prterun, srun --mpi=pmix; built with -Dpmix): data through
  *    PMIx Put/Commit/Fence, descriptors between the ranks of a host through
  *    LocalFdChannel (pmix_bootstrap.cpp);
- *  - otherwise a singleton job of one rank.
+ *  - otherwise a singleton job of one rank;
+ *  - and, not from the environment, rma_init_external's: data through the
+ *    allgather of a runtime that already connected the job (the program's
+ *    MPI, for the drop-in shim), descriptors through LocalFdChannel
+ *    (external_bootstrap.cpp; it shares channel_bootstrap.cpp with PMIx).
  */
 #pragma once
 
@@ -94,7 +98,7 @@ public:
 	/* End the whole job with @code (the launcher stops every rank). */
 	[[noreturn]] virtual void abort(int code) = 0;
 
-	/* Which implementation this is: "rmarun", "pmix" or "singleton" (RMA_BOOT's words). */
+	/* Which implementation this is: "rmarun", "pmix" or "singleton" (RMA_BOOT's words), or "external". */
 	virtual const char *kind() const = 0;
 	/* This host's name for messages: gethostname(), plus the launcher's name for it where that differs. */
 	virtual std::string hostName() const;
