@@ -121,16 +121,17 @@ int greqCancel(void *, int)
 	return MPI_SUCCESS;
 }
 
-/* Local completion in librma never waits for the target: complete now, hand MPI a done request. */
-[[gnu::noinline]] int completeRequest(ShimWin &w, rma_request &req, MPI_Request *request, const char *call)
+/*
+ * Local completion in librma never waits for the target, so the R* forms
+ * wait for their librma request at once (under the window lock) and hand
+ * MPI a generalized request that is already complete.
+ */
+[[gnu::noinline]] int completedRequest(ShimWin &w, MPI_Request *request, const char *call)
 {
-	int rc = rma_wait(&req, RMA_STATUS_IGNORE);
-	if (rc != RMA_SUCCESS)
-		return raiseRma(w, rc, call);
-	int mrc = PMPI_Grequest_start(greqQuery, greqFree, greqCancel, nullptr, request);
-	if (mrc == MPI_SUCCESS)
-		mrc = PMPI_Grequest_complete(*request);
-	return mrc == MPI_SUCCESS ? MPI_SUCCESS : raiseMpi(w, mrc, call);
+	int rc = PMPI_Grequest_start(greqQuery, greqFree, greqCancel, nullptr, request);
+	if (rc == MPI_SUCCESS)
+		rc = PMPI_Grequest_complete(*request);
+	return rc == MPI_SUCCESS ? MPI_SUCCESS : raiseMpi(w, rc, call);
 }
 
 /* ---- the operations ----------------------------------------------------- */
@@ -156,10 +157,12 @@ template <typename Count>
 		WinGuard g(w);
 		rc = request ? rma_rput(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win, &req)
 			     : rma_put(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
+		if (rc == RMA_SUCCESS && request)
+			rc = rma_wait(&req, RMA_STATUS_IGNORE);
 	}
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return raiseRma(w, rc, call);
-	return request ? completeRequest(w, req, request, call) : MPI_SUCCESS;
+	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
 }
 
 template <typename Count>
@@ -183,10 +186,12 @@ template <typename Count>
 		WinGuard g(w);
 		rc = request ? rma_rget(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win, &req)
 			     : rma_get(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
+		if (rc == RMA_SUCCESS && request)
+			rc = rma_wait(&req, RMA_STATUS_IGNORE);
 	}
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return raiseRma(w, rc, call);
-	return request ? completeRequest(w, req, request, call) : MPI_SUCCESS;
+	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
 }
 
 template <typename Count>
@@ -214,10 +219,12 @@ template <typename Count>
 		rc = request ? rma_raccumulate(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, op, w.win,
 					       &req)
 			     : rma_accumulate(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, op, w.win);
+		if (rc == RMA_SUCCESS && request)
+			rc = rma_wait(&req, RMA_STATUS_IGNORE);
 	}
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return raiseRma(w, rc, call);
-	return request ? completeRequest(w, req, request, call) : MPI_SUCCESS;
+	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
 }
 
 template <typename Count>
@@ -255,10 +262,12 @@ template <typename Count>
 						   t.count, t.type, op, w.win, &req)
 			     : rma_get_accumulate(oaddr, o.count, o.type, raddr, r.count, r.type, rmaRank(rank), disp,
 						  t.count, t.type, op, w.win);
+		if (rc == RMA_SUCCESS && request)
+			rc = rma_wait(&req, RMA_STATUS_IGNORE);
 	}
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return raiseRma(w, rc, call);
-	return request ? completeRequest(w, req, request, call) : MPI_SUCCESS;
+	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
 }
 
 } /* namespace */
