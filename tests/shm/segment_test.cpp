@@ -510,27 +510,43 @@ TEST(HostReservationTest, TwoConcurrentReservationsOverALimitFailOneCleanly)
 	EXPECT_EQ(answers, "no") << "one reservation must succeed and the other fail with RMA_ERR_NO_MEM";
 }
 
+/*
+ * Shmem and /dev/shm are host-wide: another process allocating or freeing
+ * shared memory at the same moment moves them. So the measurement is
+ * repeated up to five times and must come out clean once; a real leak
+ * (128 MiB kept per attempt) fails every attempt.
+ */
 TEST(SegmentLeakTest, NothingRemainsAfterDestruction)
 {
 	const std::size_t size = 32 << 20;
 	const long long sizeKb = size >> 10;
-	std::set<std::string> shmBefore = test::devShmEntries();
-	long long before = meminfo("Shmem");
-	{
-		std::vector<Segment> segments;
-		for (int i = 0; i < 4; ++i)
-			segments.push_back(mustCreate(plain(size)));
-		Result<Segment> peer = Segment::attach(UniqueFd(dup(segments[0].fd())), size, false);
-		ASSERT_TRUE(peer.ok());
-		segments[1].closeFd();
-		EXPECT_GE(meminfo("Shmem") - before, 4 * sizeKb - 4096);
+	std::string why;
+	for (int attempt = 0; attempt < 5; ++attempt) {
+		std::set<std::string> shmBefore = test::devShmEntries();
+		long long before = meminfo("Shmem");
+		long long held = 0;
+		{
+			std::vector<Segment> segments;
+			for (int i = 0; i < 4; ++i)
+				segments.push_back(mustCreate(plain(size)));
+			Result<Segment> peer = Segment::attach(UniqueFd(dup(segments[0].fd())), size, false);
+			ASSERT_TRUE(peer.ok());
+			segments[1].closeFd();
+			held = meminfo("Shmem") - before;
+		}
+		/* The memory goes with the last fd and mapping, not later. */
+		long long after = meminfo("Shmem") - before;
+		std::string extra;
+		for (const std::string &name : test::devShmEntries())
+			if (!shmBefore.count(name))
+				extra += " " + name;
+		if (held >= 4 * sizeKb - 4096 && std::abs(after) < sizeKb / 2 && extra.empty())
+			return;
+		why = "held " + std::to_string(held) + " kB (expected >= " + std::to_string(4 * sizeKb - 4096) +
+		      "), " + std::to_string(after) + " kB left after destruction, new /dev/shm entries:" +
+		      (extra.empty() ? std::string(" none") : extra);
 	}
-
-	/* The memory goes with the last fd and mapping, not later. */
-	EXPECT_LT(std::abs(meminfo("Shmem") - before), sizeKb / 2);
-	std::set<std::string> shmAfter = test::devShmEntries();
-	for (const std::string &name : shmAfter)
-		EXPECT_TRUE(shmBefore.count(name)) << "new /dev/shm entry " << name;
+	ADD_FAILURE() << "five attempts, the last: " << why;
 }
 
 TEST(HugePagesPolicyTest, ParsesEveryPolicy)
