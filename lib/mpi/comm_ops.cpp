@@ -10,6 +10,7 @@
 #include "shim.h"
 
 #include <climits>
+#include <type_traits>
 
 namespace rmampi {
 
@@ -136,11 +137,13 @@ int greqCancel(void *, int)
 
 /* ---- the operations ----------------------------------------------------- */
 
-template <typename Count>
-[[gnu::always_inline]] inline int doPut(ShimWin &w, const void *oaddr, Count ocount, MPI_Datatype otype, int rank,
-					MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Request *request,
-					const char *call)
+/* put and get: the same steps, one librma call apart (@Addr is const void * for put, void * for get). */
+template <typename Addr, typename Count>
+[[gnu::always_inline]] inline int doTransfer(ShimWin &w, Addr oaddr, Count ocount, MPI_Datatype otype, int rank,
+					     MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Request *request,
+					     const char *call)
 {
+	constexpr bool isGet = !std::is_const_v<std::remove_pointer_t<Addr>>;
 	int err = MPI_SUCCESS;
 	const TypeEntry *ot = typeOf(otype, w, call, err);
 	if (!ot) [[unlikely]]
@@ -155,37 +158,14 @@ template <typename Count>
 	rma_request req = RMA_REQUEST_NULL;
 	if (rc == RMA_SUCCESS) [[likely]] {
 		WinGuard g(w);
-		rc = request ? rma_rput(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win, &req)
-			     : rma_put(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
-		if (rc == RMA_SUCCESS && request)
-			rc = rma_wait(&req, RMA_STATUS_IGNORE);
-	}
-	if (rc != RMA_SUCCESS) [[unlikely]]
-		return raiseRma(w, rc, call);
-	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
-}
-
-template <typename Count>
-[[gnu::always_inline]] inline int doGet(ShimWin &w, void *oaddr, Count ocount, MPI_Datatype otype, int rank,
-					MPI_Aint disp, Count tcount, MPI_Datatype ttype, MPI_Request *request,
-					const char *call)
-{
-	int err = MPI_SUCCESS;
-	const TypeEntry *ot = typeOf(otype, w, call, err);
-	if (!ot) [[unlikely]]
-		return err;
-	const TypeEntry *tt = typeOf(ttype, w, call, err);
-	if (!tt) [[unlikely]]
-		return err;
-	Counted o, t;
-	int rc = narrow(ocount, ot, o);
-	if (rc == RMA_SUCCESS) [[likely]]
-		rc = narrow(tcount, tt, t);
-	rma_request req = RMA_REQUEST_NULL;
-	if (rc == RMA_SUCCESS) [[likely]] {
-		WinGuard g(w);
-		rc = request ? rma_rget(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win, &req)
-			     : rma_get(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
+		if constexpr (isGet)
+			rc = request ? rma_rget(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win,
+						&req)
+				     : rma_get(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
+		else
+			rc = request ? rma_rput(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win,
+						&req)
+				     : rma_put(oaddr, o.count, o.type, rmaRank(rank), disp, t.count, t.type, w.win);
 		if (rc == RMA_SUCCESS && request)
 			rc = rma_wait(&req, RMA_STATUS_IGNORE);
 	}
@@ -286,8 +266,8 @@ RMAMPI_EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatyp
 	if (!w) [[unlikely]]
 		return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				target_datatype, win);
-	return doPut(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, nullptr, "MPI_Put");
+	return doTransfer(*w, static_cast<const void *>(origin_addr), origin_count, origin_datatype, target_rank,
+			  target_disp, target_count, target_datatype, nullptr, "MPI_Put");
 }
 
 RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
@@ -298,8 +278,8 @@ RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype orig
 	if (!w) [[unlikely]]
 		return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				target_datatype, win);
-	return doGet(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, nullptr, "MPI_Get");
+	return doTransfer(*w, static_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank, target_disp,
+			  target_count, target_datatype, nullptr, "MPI_Get");
 }
 
 RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -385,8 +365,8 @@ RMAMPI_EXPORT int MPI_Rput(const void *origin_addr, int origin_count, MPI_Dataty
 	if (!w) [[unlikely]]
 		return PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				 target_datatype, win, request);
-	return doPut(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, request, "MPI_Rput");
+	return doTransfer(*w, static_cast<const void *>(origin_addr), origin_count, origin_datatype, target_rank,
+			  target_disp, target_count, target_datatype, request, "MPI_Rput");
 }
 
 RMAMPI_EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
@@ -398,8 +378,8 @@ RMAMPI_EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype ori
 	if (!w) [[unlikely]]
 		return PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				 target_datatype, win, request);
-	return doGet(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, request, "MPI_Rget");
+	return doTransfer(*w, static_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank, target_disp,
+			  target_count, target_datatype, request, "MPI_Rget");
 }
 
 RMAMPI_EXPORT int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -442,8 +422,8 @@ RMAMPI_EXPORT int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI
 	if (!w) [[unlikely]]
 		return PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				  target_datatype, win);
-	return doPut(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, nullptr, "MPI_Put_c");
+	return doTransfer(*w, static_cast<const void *>(origin_addr), origin_count, origin_datatype, target_rank,
+			  target_disp, target_count, target_datatype, nullptr, "MPI_Put_c");
 }
 
 RMAMPI_EXPORT int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank,
@@ -454,8 +434,8 @@ RMAMPI_EXPORT int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datat
 	if (!w) [[unlikely]]
 		return PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				  target_datatype, win);
-	return doGet(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, nullptr, "MPI_Get_c");
+	return doTransfer(*w, static_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank, target_disp,
+			  target_count, target_datatype, nullptr, "MPI_Get_c");
 }
 
 RMAMPI_EXPORT int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
@@ -495,8 +475,8 @@ RMAMPI_EXPORT int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MP
 	if (!w) [[unlikely]]
 		return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				   target_datatype, win, request);
-	return doPut(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, request, "MPI_Rput_c");
+	return doTransfer(*w, static_cast<const void *>(origin_addr), origin_count, origin_datatype, target_rank,
+			  target_disp, target_count, target_datatype, request, "MPI_Rput_c");
 }
 
 RMAMPI_EXPORT int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype, int target_rank,
@@ -508,8 +488,8 @@ RMAMPI_EXPORT int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Data
 	if (!w) [[unlikely]]
 		return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				   target_datatype, win, request);
-	return doGet(*w, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
-		     target_datatype, request, "MPI_Rget_c");
+	return doTransfer(*w, static_cast<void *>(origin_addr), origin_count, origin_datatype, target_rank, target_disp,
+			  target_count, target_datatype, request, "MPI_Rget_c");
 }
 
 RMAMPI_EXPORT int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
