@@ -23,11 +23,15 @@
 
 #include <rma/rma.h>
 
+#include "config.h"
 #include "error/error.h"
 #include "net/auth.h"
 #include "net/frame.h"
 #include "net/le.h"
 #include "net/tcp_pair.h"
+#ifdef HAVE_LIBURING
+#include "net/uring_loop.h"
+#endif
 
 namespace {
 
@@ -672,15 +676,15 @@ TEST_P(AuthSocketTest, WrongJobHashRefusedAndTheClientSeesOnlyTheClose)
 
 TEST_P(AuthSocketTest, ErrorsNameThePeerAddress)
 {
-	if (GetParam() != Transport::LoopbackTcp)
-		GTEST_SKIP() << "an address only over TCP";
 	ClientConfig cc = clientConfig();
 	cc.peer.clear();
 	ServerConfig sc = serverConfig();
 	sc.peer.clear();
 	auto [s, c] = both(keyA, sc, keyB, cc);
-	EXPECT_TRUE(says(c.code, "peer 127.0.0.1:")) << messageOf(c.code);
-	EXPECT_TRUE(says(s.code, "peer 127.0.0.1:")) << messageOf(s.code);
+	/* A TCP peer by its address and port; a Unix socket as what it is. */
+	const char *want = GetParam() == Transport::LoopbackTcp ? "peer 127.0.0.1:" : "(local socket)";
+	EXPECT_TRUE(says(c.code, want)) << messageOf(c.code);
+	EXPECT_TRUE(says(s.code, want)) << messageOf(s.code);
 }
 
 TEST_P(AuthSocketTest, SilentClientTimesOutWithinTheBound)
@@ -762,5 +766,172 @@ INSTANTIATE_TEST_SUITE_P(Transports, AuthSocketTest,
 			 [](const ::testing::TestParamInfo<Transport> &i) {
 				 return i.param == Transport::SocketPair ? "SocketPair" : "LoopbackTcp";
 			 });
+
+/* ---- Driven by the agent's loop (no blocking on the server side) ---- */
+
+#ifdef HAVE_LIBURING
+
+/* The server side of one connection as the agent would run it: the handshake fed from onFrame(). */
+struct LoopServer {
+	std::optional<Handshake> hs;
+	NetLoop *loop = nullptr;
+	ConnId conn = 0;
+	std::vector<Bytes> opened; /* frames after the handshake */
+	bool closed = false;
+
+	void flush()
+	{
+		std::span<const uint8_t> out = hs->output();
+		if (!out.empty() && loop->send(conn, out) == RMA_SUCCESS)
+			hs->consumeOutput(out.size());
+	}
+
+	static void onFrame(void *ctx, ConnId, std::span<const uint8_t> f) noexcept
+	{
+		auto *self = static_cast<LoopServer *>(ctx);
+		if (self->hs->state() == AuthState::Done) {
+			self->opened.emplace_back(f.begin(), f.end());
+			return;
+		}
+		/* The loop hands over whole frames; a frame never straddles the end of the handshake. */
+		const std::size_t used = self->hs->feed(f, authNowNs());
+		self->flush();
+		if (self->hs->state() == AuthState::Done && used < f.size())
+			self->opened.emplace_back(f.begin() + static_cast<std::ptrdiff_t>(used), f.end());
+	}
+
+	static void onClosed(void *ctx, ConnId, int error) noexcept
+	{
+		auto *self = static_cast<LoopServer *>(ctx);
+		self->closed = true;
+		self->hs->peerClosed(error);
+	}
+};
+
+class AuthLoopTest : public AuthTest, public ::testing::WithParamInterface<UringPolicy>
+{
+protected:
+	/*
+	 * Serve one loopback connection with @sc through a NetLoop of the
+	 * parameter's backend while @client runs on a thread against the
+	 * other end. Runs until the handshake fails, or has succeeded and
+	 * @wantOpen frames followed it, or 3 s pass.
+	 */
+	template<typename Client>
+	void serve(LoopServer &srv, ServerConfig sc, std::size_t wantOpen, Client &&client)
+	{
+		auto [s, c] = loopbackTcpPair();
+		if (!s.isValid() || !c.isValid())
+			GTEST_SKIP() << "no loopback TCP";
+		FrameHandler handler;
+		handler.onFrame = &LoopServer::onFrame;
+		handler.onClosed = &LoopServer::onClosed;
+		handler.ctx = &srv;
+		NetLoopConfig cfg;
+		cfg.policy = GetParam();
+		auto loop = makeNetLoop(handler, cfg);
+		if (!loop.ok())
+			GTEST_SKIP() << "no loop for this policy: " << errorMessage(loop.code());
+		auto hs = Handshake::server(keyA, std::move(sc), authNowNs());
+		ASSERT_TRUE(hs.ok()) << errorMessage(hs.code());
+		srv.hs.emplace(std::move(hs).value());
+		srv.loop = loop->get();
+		auto id = (*loop)->addConnection(std::move(s));
+		ASSERT_TRUE(id.ok()) << errorMessage(id.code());
+		srv.conn = *id;
+
+		UniqueFd clientFd = std::move(c);
+		std::thread t([&] { client(clientFd); });
+		const auto end = Clock::now() + std::chrono::seconds(3);
+		while (Clock::now() < end) {
+			const int64_t now = authNowNs();
+			if (srv.hs->checkTimeout(now))
+				break;
+			if (srv.hs->state() == AuthState::Done && srv.hs->output().empty() && srv.opened.size() >= wantOpen)
+				break;
+			/* Park until a frame arrives or the step's deadline. */
+			const int64_t left = srv.hs->state() == AuthState::InProgress ? srv.hs->deadlineNs() - now
+										    : 10 * kMs;
+			(*loop)->wait(left > 0 ? left : 0);
+			srv.flush();
+		}
+		if (srv.hs->state() == AuthState::Failed)
+			(void)(*loop)->close(srv.conn); /* as the agent would: the client sees the close */
+		t.join();
+	}
+};
+
+TEST_P(AuthLoopTest, LoopDrivesTheServerToOpen)
+{
+	LoopServer srv;
+	Outcome co;
+	Bytes ping = frame(FrameKind::Ping, Bytes(8, 0x77));
+	serve(srv, serverConfig(), 1, [&](UniqueFd &fd) {
+		co = runClient(fd.get(), keyA, clientConfig());
+		if (co.code == RMA_SUCCESS)
+			(void)send(fd.get(), ping.data(), ping.size(), MSG_NOSIGNAL);
+	});
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	ASSERT_EQ(co.code, RMA_SUCCESS) << errorMessage(co.code);
+	ASSERT_EQ(srv.hs->state(), AuthState::Done) << errorMessage(srv.hs->error());
+	EXPECT_EQ(srv.hs->peer().leader, 2u);
+	EXPECT_EQ(srv.hs->peer().rank, 3u);
+	ASSERT_EQ(srv.opened.size(), 1u);
+	EXPECT_EQ(srv.opened[0], ping);
+}
+
+TEST_P(AuthLoopTest, LoopRefusesAWrongKeyAndSendsNoReady)
+{
+	LoopServer srv;
+	Bytes received;
+	serve(srv, serverConfig(), 0, [&](UniqueFd &fd) {
+		/* A client with another secret that answers anyway (it cannot check macS). */
+		Handshake c = makeClient(keyB);
+		Bytes hello = drain(c);
+		(void)send(fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL);
+		Bytes challenge(kHeaderBytes + kNonceBytes + kMacBytes);
+		if (recv(fd.get(), challenge.data(), challenge.size(), MSG_WAITALL) != static_cast<ssize_t>(challenge.size()))
+			return;
+		Bytes proof = forgeProof(keyB, hello, challenge, 2, 3);
+		(void)send(fd.get(), proof.data(), proof.size(), MSG_NOSIGNAL);
+		uint8_t b[64];
+		pollfd p{ fd.get(), POLLIN, 0 };
+		while (::poll(&p, 1, 2000) > 0) {
+			ssize_t n = recv(fd.get(), b, sizeof(b), 0);
+			if (n <= 0)
+				break;
+			received.insert(received.end(), b, b + n);
+		}
+	});
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	EXPECT_EQ(srv.hs->state(), AuthState::Failed);
+	EXPECT_EQ(srv.hs->failure(), AuthError::BadMac) << errorMessage(srv.hs->error());
+	EXPECT_TRUE(received.empty()) << received.size() << " bytes after the CHALLENGE (a READY?)";
+}
+
+TEST_P(AuthLoopTest, LoopTimesOutASilentClient)
+{
+	LoopServer srv;
+	const auto t0 = Clock::now();
+	serve(srv, serverConfig(150), 0, [&](UniqueFd &fd) {
+		pollfd p{ fd.get(), POLLIN, 0 };
+		(void)::poll(&p, 1, 2000); /* until the server closes */
+	});
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	const auto took = Clock::now() - t0;
+	EXPECT_EQ(srv.hs->failure(), AuthError::Timeout) << errorMessage(srv.hs->error());
+	EXPECT_GE(took, std::chrono::milliseconds(150));
+	EXPECT_LT(took, std::chrono::milliseconds(1500));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AuthLoopTest, ::testing::Values(UringPolicy::Off, UringPolicy::Require),
+			 [](const ::testing::TestParamInfo<UringPolicy> &i) {
+				 return i.param == UringPolicy::Off ? "Poll" : "IoUring";
+			 });
+
+#endif /* HAVE_LIBURING */
 
 } /* namespace */
