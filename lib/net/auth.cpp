@@ -482,6 +482,12 @@ std::size_t Handshake::feed(std::span<const uint8_t> bytes, int64_t nowNs) noexc
 				fail(AuthError::Malformed, "%s", describe(r, h).c_str());
 				break;
 			}
+			/* frame::parse leaves seq to the kind; a handshake frame has no stream yet, so every bit is fixed. */
+			if (h.seq != 0) {
+				fail(AuthError::Malformed, "%s with seq %llu (handshake frames carry 0)",
+				     frameKindName(h.kind), static_cast<unsigned long long>(h.seq));
+				break;
+			}
 			if (h.bodyLen != handshakeBody(h.kind)) {
 				fail(AuthError::Malformed, "%s with a %u-byte body (expected %u)", frameKindName(h.kind),
 				     h.bodyLen, handshakeBody(h.kind));

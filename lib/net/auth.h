@@ -3,7 +3,8 @@
  * The connection handshake of the inter-host transport (docs/design/
  * inter-host.md §6): mutual HMAC-SHA256 challenge-response keyed by the
  * job secret, in 1.5 round trips, as four frames with window 0
- * (lib/net/frame.h; seq 0, origin 0, target 0):
+ * (lib/net/frame.h) whose seq, origin and target are 0 as well (a
+ * handshake frame with any other header bit set is refused):
  *
  *   client -> server  HELLO     {version, clientLeader, jobHash, nonceC[32]}
  *   server -> client  CHALLENGE {nonceS[32], macS}

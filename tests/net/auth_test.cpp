@@ -540,6 +540,96 @@ TEST_F(AuthTest, EachStepTimesOut)
 	EXPECT_EQ((*ch).failure(), AuthError::Timeout);
 }
 
+TEST_F(AuthTest, EveryBitFlipInTransitIsRefusedByItsReceiver)
+{
+	/*
+	 * A relay between a real client and a real server flips one bit of
+	 * one frame. Every header bit is fixed and every body bit is bound
+	 * by a MAC or checked against configuration, so the receiver of the
+	 * damaged frame must never reach Done, and one side must refuse (the
+	 * other may stay in progress: that is the timeout's job).
+	 */
+	int runs = 0;
+	for (int frameNo = 0; frameNo < 4; ++frameNo) {
+		const std::size_t len = frameNo == 0 ? kHeaderBytes + 48
+					: frameNo == 1 ? kHeaderBytes + 64
+					: frameNo == 2 ? kHeaderBytes + 40
+						       : kHeaderBytes;
+		for (std::size_t bit = 0; bit < len * 8; ++bit) {
+			Handshake c = makeClient(keyA);
+			Handshake s = makeServer(keyA);
+			Handshake *to[4] = { &s, &c, &s, &c };
+			Handshake *from[4] = { &c, &s, &c, &s };
+			for (int k = 0; k < 4; ++k) {
+				Bytes f = drain(*from[k]);
+				if (f.empty())
+					break;
+				if (k == frameNo) {
+					ASSERT_EQ(f.size(), len);
+					f[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+				}
+				give(*to[k], f);
+			}
+			ASSERT_NE(to[frameNo]->state(), AuthState::Done)
+				<< "frame " << frameNo << " bit " << bit << " went unnoticed";
+			/* Someone noticed: the receiver, or (a flipped HELLO nonce) the client when macS fails. */
+			ASSERT_TRUE(c.state() == AuthState::Failed || s.state() == AuthState::Failed)
+				<< "frame " << frameNo << " bit " << bit;
+			ASSERT_NE(c.state(), AuthState::Done);
+			/* Whoever failed sends nothing more. */
+			for (Handshake *h : { &c, &s }) {
+				if (h->state() == AuthState::Failed) {
+					EXPECT_TRUE(h->output().empty());
+				}
+			}
+			++runs;
+		}
+	}
+	EXPECT_EQ(runs, 8 * (4 * static_cast<int>(kHeaderBytes) + 48 + 64 + 40));
+}
+
+TEST_F(AuthTest, RandomBytesInRandomPiecesNeverAuthenticate)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	auto next = [&x] {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		return x;
+	};
+	for (int round = 0; round < 3000; ++round) {
+		const bool server = round % 2 == 0;
+		Handshake h = server ? makeServer(keyA) : makeClient(keyA);
+		drain(h);
+		Bytes junk(next() % 300);
+		for (auto &b : junk)
+			b = static_cast<uint8_t>(next());
+		/* Half the rounds start with a plausible header for the step, so bodies get looked at too. */
+		if (round % 4 < 2 && junk.size() >= kHeaderBytes) {
+			FrameHeader hd;
+			hd.kind = static_cast<uint16_t>(server ? FrameKind::Hello : FrameKind::Challenge);
+			hd.bodyLen = server ? 48 : 64;
+			encodeHeader(hd, junk.data());
+		}
+		std::size_t at = 0;
+		while (at < junk.size() && h.state() == AuthState::InProgress) {
+			const std::size_t piece = std::min<std::size_t>(1 + next() % 40, junk.size() - at);
+			const std::size_t used = h.feed(std::span<const uint8_t>(junk.data() + at, piece), authNowNs());
+			ASSERT_LE(used, piece);
+			at += used;
+			if (used < piece)
+				break;
+			if (server && h.state() == AuthState::InProgress && h.phase() == ConnPhase::AwaitHello) {
+				ASSERT_TRUE(h.output().empty()) << "round " << round;
+			}
+		}
+		ASSERT_NE(h.state(), AuthState::Done) << "round " << round;
+		if (h.state() == AuthState::Failed) {
+			ASSERT_TRUE(h.output().empty());
+		}
+	}
+}
+
 TEST_F(AuthTest, FeedStopsAtTheEndOfTheHandshake)
 {
 	Handshake c = makeClient(keyA);
