@@ -505,8 +505,8 @@ std::size_t Handshake::feed(std::span<const uint8_t> bytes, int64_t nowNs) noexc
 			const ConnPhase before = phase_;
 			onFrame(f);
 			inHave_ = 0;
-			/* A new step has its own deadline (§6: each step is timed). */
-			if (state_ == AuthState::InProgress && phase_ != before)
+			/* A new step has its own deadline (§6: each step is timed); after Done it bounds sending READY. */
+			if (state_ != AuthState::Failed && phase_ != before)
 				deadline_ = nowNs + stepTimeout_;
 		}
 	}
@@ -667,34 +667,54 @@ std::string peerAddress(int fd)
 	return "fd " + std::to_string(fd) + " (local socket)";
 }
 
-/* Drive @h over @fd until it ends. */
-Result<AuthPeer> drive(int fd, Handshake &h)
+/* Drive @h over @fd until it ends and its last output (READY) has left. */
+Result<AuthPeer> drive(int fd, Handshake &h, const std::string &peer)
 {
 	uint8_t buf[kHeaderBytes + kNonceBytes + kMacBytes];
+	/* After Done the handshake cannot fail any more: a failure to send READY is reported here. */
+	auto lastSendFailed = [&](int err) {
+		return Result<AuthPeer>::failure(
+			err ? makeErrnoError(RMA_ERR_INTERN, err, "auth server, peer %s: sending READY", peer.c_str())
+			    : makeError(RMA_ERR_INTERN, "auth server, peer %s: READY not sent within the step's time",
+					peer.c_str()));
+	};
 	while (h.state() != AuthState::Failed) {
 		std::span<const uint8_t> out = h.output();
-		if (h.state() == AuthState::Done && out.empty())
+		const bool done = h.state() == AuthState::Done;
+		if (done && out.empty())
 			return h.peer();
 		const int64_t now = authNowNs();
 		if (h.checkTimeout(now))
 			break;
+		if (done && now > h.deadlineNs())
+			return lastSendFailed(0);
 		pollfd p{ fd, static_cast<short>((out.empty() ? 0 : POLLOUT) | (h.wanted() ? POLLIN : 0)), 0 };
 		const int64_t leftMs = (h.deadlineNs() - now) / 1'000'000 + 1;
-		const int rc = ::poll(&p, 1, static_cast<int>(leftMs > 60'000 ? 60'000 : leftMs));
+		const int rc = ::poll(&p, 1, static_cast<int>(leftMs < 0 ? 0 : leftMs > 60'000 ? 60'000 : leftMs));
 		if (rc < 0) {
 			const int err = errno;
 			if (err == EINTR)
 				continue;
+			if (done)
+				return lastSendFailed(err);
 			h.peerClosed(err);
 			break;
 		}
 		if (rc == 0)
-			continue; /* checkTimeout() decides */
-		if (p.revents & POLLOUT) {
+			continue; /* the deadline checks above decide */
+		if (p.revents & POLLNVAL) {
+			if (done)
+				return lastSendFailed(EBADF);
+			h.peerClosed(EBADF);
+			break;
+		}
+		if (p.revents & (POLLOUT | POLLERR | POLLHUP) && !out.empty()) {
 			ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n < 0) {
 				const int err = errno;
 				if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+					if (done)
+						return lastSendFailed(err);
 					h.peerClosed(err);
 					break;
 				}
@@ -730,20 +750,22 @@ Result<AuthPeer> authenticateClient(int fd, const AuthKey &key, ClientConfig con
 {
 	if (config.peer.empty())
 		config.peer = peerAddress(fd);
+	std::string peer = config.peer;
 	auto h = Handshake::client(key, std::move(config), authNowNs());
 	if (!h)
 		return Result<AuthPeer>::failure(h.code());
-	return drive(fd, *h);
+	return drive(fd, *h, peer);
 }
 
 Result<AuthPeer> authenticateServer(int fd, const AuthKey &key, ServerConfig config)
 {
 	if (config.peer.empty())
 		config.peer = peerAddress(fd);
+	std::string peer = config.peer;
 	auto h = Handshake::server(key, std::move(config), authNowNs());
 	if (!h)
 		return Result<AuthPeer>::failure(h.code());
-	return drive(fd, *h);
+	return drive(fd, *h, peer);
 }
 
 } /* namespace librma::net */

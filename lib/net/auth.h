@@ -239,6 +239,7 @@ public:
 	 */
 	static Result<Handshake> server(const AuthKey &key, ServerConfig config, int64_t nowNs);
 
+	/* Moves take the state (and the reference to the key); a moved-from handshake is Failed with no error code. */
 	Handshake(Handshake &&other) noexcept;
 	Handshake &operator=(Handshake &&other) noexcept;
 	Handshake(const Handshake &) = delete;
@@ -280,7 +281,11 @@ public:
 	/* The error code (with its message) of a failed handshake; RMA_SUCCESS otherwise. */
 	int error() const noexcept { return error_; }
 	AuthError failure() const noexcept { return failure_; }
-	/* When the current step times out (steady clock ns). */
+	/*
+	 * When the current step times out (steady clock ns). Once Done, a
+	 * fresh step's worth from then: the caller's bound for sending what
+	 * output() still holds.
+	 */
 	int64_t deadlineNs() const noexcept { return deadline_; }
 	/* The authenticated peer; valid once state() is Done. */
 	const AuthPeer &peer() const noexcept { return peer_; }
@@ -334,9 +339,12 @@ private:
 /*
  * Run a client handshake over the connected blocking or nonblocking stream
  * socket @fd (poll() for readiness; reads never go past the handshake).
- * @config.peer defaults to the socket's peer address. Returns the peer; the
- * Handshake's error otherwise (RMA_ERR_INTERN class), or an argument error
- * from Handshake::client(). The socket is left open either way.
+ * @config.peer defaults to the socket's peer address. Returns the peer once
+ * the handshake is Done (the server: and READY has been sent); the
+ * Handshake's error otherwise (RMA_ERR_INTERN class; also for a server
+ * whose READY cannot be sent), or an argument error from
+ * Handshake::client()/server(). The socket is left open either way; on an
+ * error the caller closes it.
  */
 Result<AuthPeer> authenticateClient(int fd, const AuthKey &key, ClientConfig config);
 

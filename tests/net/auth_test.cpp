@@ -817,6 +817,34 @@ TEST_P(AuthSocketTest, ServerStoppingMidHandshakeTimesOut)
 	EXPECT_LT(c.took, std::chrono::milliseconds(1200));
 }
 
+TEST_P(AuthSocketTest, ClientGoneBeforeReadyEndsTheServerWithoutHanging)
+{
+	/* A client that proves itself, then closes before READY can reach it. */
+	std::thread t([&] {
+		Handshake c = makeClient(keyA);
+		Bytes hello = drain(c);
+		(void)send(client_.get(), hello.data(), hello.size(), MSG_NOSIGNAL);
+		Bytes challenge(kHeaderBytes + kNonceBytes + kMacBytes);
+		if (recv(client_.get(), challenge.data(), challenge.size(), MSG_WAITALL) ==
+		    static_cast<ssize_t>(challenge.size())) {
+			give(c, challenge);
+			Bytes proof = drain(c);
+			/* Stop reading before the PROOF leaves, so READY has nowhere to go (on a Unix socket, EPIPE). */
+			(void)shutdown(client_.get(), SHUT_RD);
+			(void)send(client_.get(), proof.data(), proof.size(), MSG_NOSIGNAL);
+		}
+		client_.reset();
+	});
+	Outcome s = runServer(server_.get(), keyA, serverConfig(300));
+	t.join();
+	EXPECT_LT(s.took, std::chrono::milliseconds(1000));
+	if (GetParam() == Transport::SocketPair) {
+		/* A Unix socket refuses the write at once (EPIPE). TCP may accept it into the void. */
+		ASSERT_NE(s.code, RMA_SUCCESS);
+		EXPECT_TRUE(says(s.code, "sending READY")) << messageOf(s.code);
+	}
+}
+
 TEST_P(AuthSocketTest, GarbageIsRefusedAndNothingIsSentBack)
 {
 	Bytes junk(200);
