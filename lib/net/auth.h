@@ -35,9 +35,10 @@
  * tools).
  *
  * Errors: every failure is an RMA_ERR_INTERN-class code (lib/error) whose
- * message names the role, the step and the peer ("auth server, peer
- * 10.0.0.2:4100: PROOF MAC mismatch (wrong job secret?)"), plus an
- * AuthError that says what went wrong for callers that branch on it.
+ * message names the role, the peer and the step ("auth server, peer
+ * 10.77.0.2:41234, awaiting PROOF: PROOF MAC mismatch from leader 2, rank
+ * 3: ..."), plus an AuthError that says what went wrong for callers that
+ * branch on it.
  *
  * Key material (K, the MAC inputs and expected MACs) is wiped with
  * OPENSSL_cleanse when its owner is destroyed or the handshake ends.
@@ -169,7 +170,7 @@ const char *authErrorName(AuthError e) noexcept;
 
 enum class AuthState : uint8_t {
 	InProgress, /* send output(), feed what arrives, call checkTimeout() */
-	Done,	    /* authenticated: send what output() still holds (READY on the server), then the connection is open */
+	Done,	    /* authenticated: send what output() still holds (the server's READY); then the connection is open */
 	Failed,	    /* close the connection; error() says why; output() is empty */
 };
 
@@ -208,7 +209,8 @@ struct AuthPeer {
 
 /*
  * One side of one connection's handshake. Move-only; it refers to its
- * AuthKey, which must outlive it. Driving it:
+ * AuthKey, which must outlive it and stay where it is (not be moved
+ * from). Driving it:
  *
  *   loop: send output() and call consumeOutput(n) for what left;
  *         on bytes from the peer: n = feed(bytes, now) (consumes whole
@@ -263,10 +265,19 @@ public:
 	 */
 	std::size_t feed(std::span<const uint8_t> bytes, int64_t nowNs) noexcept;
 
-	/* The peer closed the connection (or it failed: @error, a positive errno, 0 for EOF): fails the handshake if in progress. */
+	/*
+	 * The peer closed the connection (@error 0), or reading or writing it
+	 * failed (@error, a positive errno): fails the handshake if it is in
+	 * progress ("truncated" if a frame was partly received); no effect
+	 * once it has ended.
+	 */
 	void peerClosed(int error = 0) noexcept;
 
-	/* Fail the handshake with Timeout if @nowNs is past the step's deadline. Returns whether it has failed (now or before). */
+	/*
+	 * Fail the handshake with Timeout if it is in progress and @nowNs is
+	 * past the step's deadline. Returns whether it has failed (now or
+	 * before).
+	 */
 	bool checkTimeout(int64_t nowNs) noexcept;
 
 	/*

@@ -829,7 +829,7 @@ TEST_P(AuthSocketTest, ClientGoneBeforeReadyEndsTheServerWithoutHanging)
 		    static_cast<ssize_t>(challenge.size())) {
 			give(c, challenge);
 			Bytes proof = drain(c);
-			/* Stop reading before the PROOF leaves, so READY has nowhere to go (on a Unix socket, EPIPE). */
+			/* Stop reading before the PROOF leaves: READY has nowhere to go (Unix socket: EPIPE). */
 			(void)shutdown(client_.get(), SHUT_RD);
 			(void)send(client_.get(), proof.data(), proof.size(), MSG_NOSIGNAL);
 		}
