@@ -647,24 +647,27 @@ void Handshake::onReady() noexcept
 
 namespace {
 
+/* "10.77.0.2:4711", "[::1]:4711", or the fd for sockets without an IP peer (snprintf: GCC 12 at -O3 warns falsely, -Wrestrict, on "lit" + string). */
 std::string peerAddress(int fd)
 {
 	sockaddr_storage ss{};
 	socklen_t len = sizeof(ss);
-	if (getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) < 0)
-		return "fd " + std::to_string(fd);
+	char text[INET6_ADDRSTRLEN + 16];
 	char host[INET6_ADDRSTRLEN] = "";
-	if (ss.ss_family == AF_INET) {
+	if (getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) < 0) {
+		std::snprintf(text, sizeof(text), "fd %d", fd);
+	} else if (ss.ss_family == AF_INET) {
 		auto *a = reinterpret_cast<sockaddr_in *>(&ss);
 		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-		return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
-	}
-	if (ss.ss_family == AF_INET6) {
+		std::snprintf(text, sizeof(text), "%s:%u", host, static_cast<unsigned>(ntohs(a->sin_port)));
+	} else if (ss.ss_family == AF_INET6) {
 		auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
 		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-		return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+		std::snprintf(text, sizeof(text), "[%s]:%u", host, static_cast<unsigned>(ntohs(a->sin6_port)));
+	} else {
+		std::snprintf(text, sizeof(text), "fd %d (local socket)", fd);
 	}
-	return "fd " + std::to_string(fd) + " (local socket)";
+	return text;
 }
 
 /* Drive @h over @fd until it ends and its last output (READY) has left. */
