@@ -54,6 +54,17 @@ static void win_open(struct win *w, int flavor)
     case F_CREATE_ALLOC_MEM:
         MT_MPI(MPI_Alloc_mem(bytes, MPI_INFO_NULL, &w->mem));
         MT_MPI(MPI_Win_create(w->mem, bytes, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w->win));
+        if (getenv("MPI_TEST_RMAMPI") && !getenv("RMA_MPI_ENGINE")) {
+            /* Through the drop-in, MPI_Alloc_mem memory is librma's: peers reach it with loads and stores. */
+            MPI_Info info;
+            char value[64] = "";
+            int flag = 0;
+            MT_MPI(MPI_Win_get_info(w->win, &info));
+            MT_MPI(MPI_Info_get(info, "rma_memory", (int)sizeof(value) - 1, value, &flag));
+            MT_MPI(MPI_Info_free(&info));
+            MT_EXPECT_TRUE("create(MPI_Alloc_mem) through rmampi: info rma_memory=alloc_mem",
+                           flag && strcmp(value, "alloc_mem") == 0);
+        }
         break;
     case F_ALLOCATE:
         MT_MPI(MPI_Win_allocate(bytes, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w->mem, &w->win));
