@@ -260,9 +260,13 @@ public:
 				std::byte *addr = t.base + offset;
 				const bool add64 =
 					count == 1 && isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0;
+				/* Several elements in one aligned word: one compare-exchange for all of them. */
+				const bool word = !add64 && wordAt(op, elem, addr, static_cast<size_t>(count));
 				if ((add64 || atomicAt(op, elem, addr)) && enterFastOp(target)) [[likely]] {
 					if (add64)
 						fetchAdd64(addr, origin, result);
+					else if (word)
+						applyOpWord(op, elem, addr, origin, result, static_cast<size_t>(count));
 					else
 						applyOp(op, elem, addr, origin, result, static_cast<size_t>(count));
 					leaveFastOp(target);

@@ -271,6 +271,63 @@ TEST_P(OpConcurrentTest, ThreadsRacingOnSharedElementsLoseNoUpdate)
 	checkTotals(m.s, ranks);
 }
 
+/*
+ * applyOpWord (several lanes of one aligned word in one compare-exchange)
+ * racing per-element applyOp on the same lanes, and a third thread
+ * fetching the whole word: no update is lost, and every fetched snapshot
+ * shows the word-wide updates whole (bytes 2..7, which only they touch,
+ * are always equal). A plain store of the recomputed word instead of the
+ * compare-exchange would lose the per-element increments.
+ */
+TEST(OpWordTest, WordUpdatesAndElementUpdatesLoseNothing)
+{
+	alignas(64) static uint8_t lanes[16];
+	std::memset(lanes, 0, sizeof(lanes));
+	constexpr int kRounds = 1000000;
+	const uint8_t ones[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	ASSERT_TRUE(wordAt(Op::Sum, elem(BasicType::Uint8), lanes + 2, 6));
+	ASSERT_FALSE(wordAt(Op::Sum, elem(BasicType::Uint8), lanes + 4, 6)) << "crosses the word";
+	ASSERT_FALSE(wordAt(Op::Sum, elem(BasicType::Uint8), lanes, 1)) << "one element: plain applyOp";
+	ASSERT_FALSE(wordAt(Op::Sum, elem(BasicType::Uint16), lanes + 1, 2)) << "misaligned element";
+	std::atomic<bool> go{ false };
+	auto wordBody = [&] {
+		while (!go.load(std::memory_order_acquire))
+			;
+		for (int i = 0; i < kRounds; ++i)
+			applyOpWord(Op::Sum, elem(BasicType::Uint8), lanes, ones, nullptr, 8);
+	};
+	auto elementBody = [&] {
+		while (!go.load(std::memory_order_acquire))
+			;
+		for (int i = 0; i < kRounds; ++i)
+			applyOp(Op::Sum, elem(BasicType::Uint8), lanes, ones, nullptr, 2); /* bytes 0 and 1, one RMW each */
+	};
+	int torn = 0;
+	auto fetchBody = [&] {
+		while (!go.load(std::memory_order_acquire))
+			;
+		uint8_t seen[8];
+		for (int i = 0; i < kRounds / 4; ++i) {
+			applyOpWord(Op::NoOp, elem(BasicType::Uint8), lanes, nullptr, seen, 8);
+			for (int k = 3; k < 8; ++k)
+				torn += seen[k] != seen[2];
+		}
+	};
+	std::thread a(wordBody), b(elementBody), c(fetchBody);
+	go.store(true, std::memory_order_release);
+	a.join();
+	b.join();
+	c.join();
+	/* Bytes 0 and 1: +1 per word update and +1 per element update; the others only the word's. */
+	EXPECT_EQ(lanes[0], static_cast<uint8_t>(2 * kRounds));
+	EXPECT_EQ(lanes[1], static_cast<uint8_t>(2 * kRounds));
+	for (int k = 2; k < 8; ++k)
+		EXPECT_EQ(lanes[k], static_cast<uint8_t>(kRounds)) << "byte " << k;
+	EXPECT_EQ(torn, 0) << "a fetched word showed a word-wide update in part";
+	for (int k = 8; k < 16; ++k)
+		EXPECT_EQ(lanes[k], 0) << "byte " << k << " outside the word changed";
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, OpConcurrentTest, ::testing::Values(2, 4),
 			 [](const ::testing::TestParamInfo<int> &info) { return std::to_string(info.param); });
 
