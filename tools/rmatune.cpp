@@ -312,13 +312,21 @@ std::string readAll(const std::string &path)
 	return text;
 }
 
+/*
+ * Why a run failed, from its stderr: the program's own last line, rather
+ * than rmarun's closing word about it, when there is one.
+ */
 std::string lastLine(const std::string &text)
 {
-	std::size_t end = text.find_last_not_of("\n");
-	if (end == std::string::npos)
-		return {};
-	std::size_t start = text.rfind('\n', end);
-	return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+	std::vector<std::string> lines;
+	std::istringstream in(text);
+	for (std::string line; std::getline(in, line);)
+		if (!line.empty())
+			lines.push_back(line);
+	for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+		if (it->rfind("launcher:", 0) != 0 && it->rfind("rmarun:", 0) != 0)
+			return *it;
+	return lines.empty() ? std::string() : lines.back();
 }
 
 /* One run of rmarun; its stdout and stderr go to files under @dir. */
