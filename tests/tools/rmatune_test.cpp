@@ -556,6 +556,11 @@ TEST(RmatuneSweepTest, ClearErrors)
 	r = run({ "sweep", "-n", "4", "--repeat", "1", "--", "true" }, "pack:2 numa:2 core:4 pu:2");
 	EXPECT_EQ(r.status, 1);
 	EXPECT_NE(r.out.find("refused: librma cannot apply it here"), std::string::npos) << r.out;
+	/* A run past --timeout fails its candidate, saying so. */
+	r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact", "--timeout", "0.5", "--", "sleep",
+		  "20" });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("failed (exit status 124): timed out after 0.5 s"), std::string::npos) << r.out;
 	r = run({ "recommend", "--sweep", "/nonexistent.json" });
 	EXPECT_EQ(r.status, 1);
 	EXPECT_NE(r.err.find("cannot read it"), std::string::npos) << r.err;
