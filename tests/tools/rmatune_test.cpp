@@ -531,6 +531,25 @@ TEST(RmatuneSweepTest, FailedCandidateIsReportedWithItsExitStatus)
 	EXPECT_NE(r.err.find("no candidate ran successfully"), std::string::npos) << r.err;
 }
 
+TEST(RmatuneSweepTest, RmabenchMetricIsTheFigureItReports)
+{
+	const char *root = std::getenv("RMA_BUILD_ROOT");
+	const std::string rmabench = std::string(root ? root : "").append("/tools/rmabench");
+	CommandResult r = run({ "sweep", "-n", "2", "--repeat", "1", "--candidates", "compact", "--metric", "rmabench",
+				"--format", "json", "--", rmabench, "put_latency", "--size", "8", "--iterations", "200",
+				"--format", "json" });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json j = json::parse(r.out);
+	EXPECT_EQ(j["metric"]["name"], "rmabench");
+	EXPECT_EQ(j["metric"]["unit"], "us");
+	EXPECT_EQ(j["metric"]["better"], "lower");
+	EXPECT_TRUE(positiveFinite(j["candidates"][0]["median"])) << j["candidates"][0];
+	/* Output that is not rmabench's JSON fails the run, saying so. */
+	r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact", "--metric", "rmabench", "--", "true" });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("not rmabench JSON"), std::string::npos) << r.out;
+}
+
 TEST(RmatuneSweepTest, ClearErrors)
 {
 	CommandResult r = run({ "sweep", "-n", "1", "--", "/nonexistent/app" });
