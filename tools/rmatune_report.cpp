@@ -262,6 +262,11 @@ Heatmap heatmapOf(const json &median, const std::string &title, const std::strin
 
 } /* namespace */
 
+std::string topologyIdentity(const librma::Topology &topology)
+{
+	return cat("fnv1a64:", fnv1a64(canonicalTopology(topology)));
+}
+
 json profileJson(const librma::Topology &topology, const Probe &probe)
 {
 	json p;
@@ -290,7 +295,7 @@ json profileJson(const librma::Topology &topology, const Probe &probe)
 			       plural(static_cast<std::size_t>(topology.l3Count()), "L3 domain", "L3 domains"), ", ",
 			       plural(topology.cores().size(), "core", "cores"), ", ",
 			       plural(threads, "hardware thread", "hardware threads"));
-	t["identity"] = cat("fnv1a64:", fnv1a64(canonicalTopology(topology)));
+	t["identity"] = topologyIdentity(topology);
 	t["packages"] = topology.packageCount();
 	t["l3_domains"] = topology.l3Count();
 	json nodes = json::array();
@@ -603,6 +608,73 @@ bool writePlots(const std::string &dir, const json &p, std::vector<std::string> 
 		written.push_back(path);
 	}
 	return true;
+}
+
+bool writeBarChart(const std::string &path, const BarChart &c, std::string &err)
+{
+	const int bars = static_cast<int>(c.labels.size());
+	const int left = 230, top = 70, barH = 26, gap = 10, plotW = 520;
+	const int width = left + plotW + 150;
+	const int height = top + bars * (barH + gap) + 50;
+	double hi = 0;
+	for (int i = 0; i < bars; ++i)
+		if (c.notes[static_cast<std::size_t>(i)].empty())
+			hi = std::max(hi, c.max[static_cast<std::size_t>(i)]);
+	auto x = [&](double v) { return left + (hi > 0 ? v / hi : 0) * plotW; };
+
+	std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+	s.append(cat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", std::to_string(width), "\" height=\"",
+		     std::to_string(height), "\" viewBox=\"0 0 ", std::to_string(width), " ", std::to_string(height),
+		     "\" font-family=\"sans-serif\">\n"));
+	s.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+	s.append(cat("<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">", xmlEscape(c.title), " (",
+		     xmlEscape(c.unit), ")</text>\n"));
+	s.append(cat("<text x=\"20\" y=\"42\" font-size=\"11\" fill=\"#555555\">", xmlEscape(c.subtitle),
+		     "</text>\n"));
+	s.append(cat("<line x1=\"", std::to_string(left), "\" y1=\"", std::to_string(top - 6), "\" x2=\"",
+		     std::to_string(left), "\" y2=\"", std::to_string(top + bars * (barH + gap)),
+		     "\" stroke=\"#333333\"/>\n"));
+	for (int i = 0; i < bars; ++i) {
+		const std::size_t k = static_cast<std::size_t>(i);
+		const double y = top + i * (barH + gap);
+		s.append(cat("<text x=\"", std::to_string(left - 8), "\" y=\"", num(y + barH / 2.0 + 4),
+			     "\" font-size=\"12\" text-anchor=\"end\">", xmlEscape(c.labels[k]), "</text>\n"));
+		if (!c.notes[k].empty()) {
+			s.append(cat("<rect x=\"", std::to_string(left), "\" y=\"", num(y), "\" width=\"", std::to_string(plotW),
+				     "\" height=\"", std::to_string(barH),
+				     "\" fill=\"none\" stroke=\"#cc3333\" stroke-dasharray=\"4 3\"/>\n"));
+			s.append(cat("<text x=\"", std::to_string(left + 8), "\" y=\"", num(y + barH / 2.0 + 4),
+				     "\" font-size=\"11\" fill=\"#cc3333\">", xmlEscape(c.notes[k]), "</text>\n"));
+			continue;
+		}
+		Rgb color = colorAt(bars > 1 ? static_cast<double>(i) / (bars - 1) * 0.75 : 0.0);
+		s.append(cat("<rect x=\"", std::to_string(left), "\" y=\"", num(y), "\" width=\"",
+			     num(x(c.median[k]) - left), "\" height=\"", std::to_string(barH), "\" fill=\"", hex(color),
+			     "\"><title>", xmlEscape(c.labels[k]), ": median ", number(c.median[k]), " ", xmlEscape(c.unit),
+			     ", min ", number(c.min[k]), ", max ", number(c.max[k]), "</title></rect>\n"));
+		const std::string mid = num(y + barH / 2.0);
+		s.append(cat("<line x1=\"", num(x(c.min[k])), "\" y1=\"", mid, "\" x2=\"", num(x(c.max[k])), "\" y2=\"",
+			     mid, "\" stroke=\"black\" stroke-width=\"1.5\"/>\n"));
+		for (double v : { c.min[k], c.max[k] })
+			s.append(cat("<line x1=\"", num(x(v)), "\" y1=\"", num(y + 6), "\" x2=\"", num(x(v)), "\" y2=\"",
+				     num(y + barH - 6), "\" stroke=\"black\" stroke-width=\"1.5\"/>\n"));
+		s.append(cat("<text x=\"", num(x(c.max[k]) + 6), "\" y=\"", num(y + barH / 2.0 + 4),
+			     "\" font-size=\"11\">", number(c.median[k]), " [", number(c.min[k]), " .. ", number(c.max[k]),
+			     "]</text>\n"));
+	}
+	s.append(cat("<text x=\"", std::to_string(left), "\" y=\"", std::to_string(height - 16),
+		     "\" font-size=\"11\" fill=\"#555555\">bars: median; whiskers: min to max</text>\n"));
+	s.append("</svg>\n");
+	FILE *f = std::fopen(path.c_str(), "w");
+	if (!f) {
+		err = cat("cannot write ", path);
+		return false;
+	}
+	bool ok = std::fputs(s.c_str(), f) >= 0;
+	ok = std::fclose(f) == 0 && ok;
+	if (!ok)
+		err = cat("cannot write ", path);
+	return ok;
 }
 
 } /* namespace rmatune */

@@ -52,4 +52,20 @@ bool writeHeatmap(const std::string &path, const Heatmap &map, std::string &err)
 bool writePlots(const std::string &dir, const nlohmann::json &profile, std::vector<std::string> &written,
 		std::string &err);
 
+/* The topology's identity ("fnv1a64:..."), as profiles and placement files carry it. */
+std::string topologyIdentity(const librma::Topology &topology);
+
+/* A bar chart: one bar per label (its median), a whisker from min to max; failed bars drawn empty. */
+struct BarChart {
+	std::string title;
+	std::string subtitle;
+	std::string unit;
+	std::vector<std::string> labels;
+	std::vector<double> median, min, max;
+	std::vector<std::string> notes; /* per bar: "" or why it has no value ("failed", "refused") */
+};
+
+/* Write @chart as an SVG file; false with @err if the file cannot be written. */
+bool writeBarChart(const std::string &path, const BarChart &chart, std::string &err);
+
 } /* namespace rmatune */

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -422,14 +423,166 @@ TEST(RmatuneTest, RecommendRefusesBadInputs)
 	EXPECT_EQ(r.status, 2);
 }
 
-TEST(RmatuneTest, SweepIsNotImplementedYet)
+/* ---- sweep ---------------------------------------------------------------------- */
+
+/*
+ * A program that is slow on CPU 0 and fast elsewhere: it reads its own
+ * affinity, so the test knows which candidate must win (compact-last, on
+ * CPU 1). It exits 3 when RMA_PROGRESS is none, for the failure case.
+ */
+std::string fakeProgram(const ScratchDir &dir)
 {
-	for (const std::vector<std::string> &args :
-	     { std::vector<std::string>{ "sweep", "--", "true" }, std::vector<std::string>{ "sweep" } }) {
-		CommandResult r = run(args);
-		EXPECT_EQ(r.status, 2) << args[0];
-		EXPECT_NE(r.err.find("not implemented yet"), std::string::npos) << r.err;
+	const std::string path = dir.file("fake.sh");
+	std::ofstream(path) << "#!/bin/sh\n"
+			       "[ \"$RMA_PROGRESS\" = none ] && { echo 'fake: no progress, giving up' >&2; exit 3; }\n"
+			       "cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)\n"
+			       "if [ \"$cpus\" = 0 ]; then sleep 0.4; else sleep 0.02; fi\n";
+	chmod(path.c_str(), 0755);
+	return path;
+}
+
+bool haveCpusZeroAndOne()
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	return sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_ISSET(0, &set) && CPU_ISSET(1, &set);
+}
+
+TEST(RmatuneSweepTest, ListsTheDistinctCandidatesOfAnInjectedTopology)
+{
+	CommandResult r = run({ "sweep", "-n", "4", "--list", "--format", "json" }, "pack:2 numa:2 core:4 pu:2");
+	if (r.err.find("hwloc") != std::string::npos && r.status != 0)
+		GTEST_SKIP() << r.err;
+	ASSERT_EQ(r.status, 0) << r.err;
+	json j = json::parse(r.out);
+	std::vector<std::string> names;
+	for (const json &c : j["candidates"])
+		names.push_back(c["name"].get<std::string>());
+	EXPECT_EQ(names, (std::vector<std::string>{ "compact", "compact-smt", "scatter-package", "scatter-numa",
+						    "compact-last", "compact+interleave", "compact+agent-shared",
+						    "compact+progress-none" }));
+	/* Made for 32 CPUs, these cannot run on this one: each says why. */
+	EXPECT_NE(j["candidates"][1]["refused"].get<std::string>().find("not one this process may use"),
+		  std::string::npos);
+	EXPECT_EQ(j["candidates"][3]["placement"]["ranks"][1]["cpus"], "8-9");
+}
+
+TEST(RmatuneSweepTest, RanksTheFastCandidateFirstAndRecommendTakesIt)
+{
+	if (!haveCpusZeroAndOne())
+		GTEST_SKIP() << "needs CPUs 0 and 1";
+	ScratchDir dir;
+	const std::string program = fakeProgram(dir);
+	CommandResult r = run({ "sweep", "-n", "1", "--repeat", "2", "--candidates", "compact,compact-last",
+				"--format", "json", "--out", dir.file("sweep.json"), "--plot", dir.file("plots"),
+				"--keep", dir.file("kept"), "--", program });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json j = json::parse(r.out);
+	EXPECT_EQ(j["best"], "compact-last");
+	ASSERT_EQ(j["candidates"].size(), 2u);
+	EXPECT_EQ(j["candidates"][0]["name"], "compact-last");
+	EXPECT_EQ(j["candidates"][0]["rank"], 1);
+	EXPECT_GT(j["candidates"][0]["gain_vs_compact_percent"].get<double>(), 30);
+	EXPECT_GE(j["candidates"][1]["min"].get<double>(), 0.4);
+	for (const json &c : j["candidates"]) {
+		EXPECT_EQ(c["runs"].size(), 2u);
+		EXPECT_LE(c["min"].get<double>(), c["median"].get<double>());
+		EXPECT_LE(c["median"].get<double>(), c["max"].get<double>());
 	}
+	/* Round-robin: compact, compact-last, compact, compact-last. */
+	ASSERT_EQ(j["runs_in_order"].size(), 4u);
+	for (std::size_t i = 0; i < 4; ++i) {
+		EXPECT_EQ(j["runs_in_order"][i]["candidate"], i % 2 ? "compact-last" : "compact");
+		EXPECT_EQ(j["runs_in_order"][i]["round"], static_cast<int>(i / 2));
+	}
+	EXPECT_TRUE(std::ifstream(dir.file("kept/compact.placement.json")).good());
+	EXPECT_TRUE(std::ifstream(dir.file("kept/compact-last.placement.json")).good());
+	std::string err;
+	EXPECT_GE(librma::test::svgElements(dir.file("plots/sweep.svg"), "rect", err), 3) << err;
+
+	/* The sweep file back through recommend: the measured best, the gain as evidence. */
+	CommandResult rec = run({ "recommend", "--sweep", dir.file("sweep.json"), "--format", "json", "--output",
+				  dir.file("best.json") });
+	ASSERT_EQ(rec.status, 0) << rec.err;
+	json p = json::parse(rec.out);
+	EXPECT_EQ(p["schema"], "rmatune-placement");
+	EXPECT_EQ(p["ranks"][0]["cpus"], "1");
+	EXPECT_EQ(p["evidence"]["best"], "compact-last");
+	EXPECT_GT(p["evidence"]["measured_gain_vs_compact_percent"].get<double>(), 30);
+	EXPECT_EQ(json::parse(readFile(dir.file("best.json"))), p);
+	CommandResult table = run({ "recommend", "--sweep", dir.file("sweep.json") });
+	EXPECT_EQ(table.status, 0) << table.err;
+	EXPECT_NE(table.out.find("against compact"), std::string::npos) << table.out;
+}
+
+TEST(RmatuneSweepTest, FailedCandidateIsReportedWithItsExitStatus)
+{
+	ScratchDir dir;
+	const std::string program = fakeProgram(dir);
+	CommandResult r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact,compact+progress-none",
+				"--format", "csv", "--", program });
+	EXPECT_EQ(r.status, 1) << "a failed candidate fails the sweep: " << r.err;
+	EXPECT_NE(r.out.find("rank,candidate,status,exit_status"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("1,compact,ok,0"), std::string::npos) << r.out;
+	EXPECT_NE(r.out.find("0,compact+progress-none,failed,3"), std::string::npos) << r.out;
+	r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact+progress-none", "--", program });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("failed (exit status 3): fake: no progress, giving up"), std::string::npos) << r.out;
+	EXPECT_NE(r.err.find("no candidate ran successfully"), std::string::npos) << r.err;
+}
+
+TEST(RmatuneSweepTest, RmabenchMetricIsTheFigureItReports)
+{
+	const char *root = std::getenv("RMA_BUILD_ROOT");
+	const std::string rmabench = std::string(root ? root : "").append("/tools/rmabench");
+	CommandResult r = run({ "sweep", "-n", "2", "--repeat", "1", "--candidates", "compact", "--metric", "rmabench",
+				"--format", "json", "--", rmabench, "put_latency", "--size", "8", "--iterations", "200",
+				"--format", "json" });
+	ASSERT_EQ(r.status, 0) << r.err;
+	json j = json::parse(r.out);
+	EXPECT_EQ(j["metric"]["name"], "rmabench");
+	EXPECT_EQ(j["metric"]["unit"], "us");
+	EXPECT_EQ(j["metric"]["better"], "lower");
+	EXPECT_TRUE(positiveFinite(j["candidates"][0]["median"])) << j["candidates"][0];
+	/* Output that is not rmabench's JSON fails the run, saying so. */
+	r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact", "--metric", "rmabench", "--", "true" });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("not rmabench JSON"), std::string::npos) << r.out;
+}
+
+TEST(RmatuneSweepTest, ClearErrors)
+{
+	CommandResult r = run({ "sweep", "-n", "1", "--", "/nonexistent/app" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("/nonexistent/app: program not found"), std::string::npos) << r.err;
+	r = run({ "sweep", "-n", "1", "--", "no-such-program-anywhere" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("nor on PATH"), std::string::npos) << r.err;
+	r = run({ "sweep", "-n", "1", "--rmarun", "/nonexistent/rmarun", "--", "true" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("--rmarun /nonexistent/rmarun: not an executable"), std::string::npos) << r.err;
+	r = run({ "sweep", "-n", "1", "--candidates", "bogus", "--", "true" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("no such candidate"), std::string::npos) << r.err;
+	r = run({ "sweep", "-n", "100000", "--", "true" });
+	EXPECT_EQ(r.status, 2);
+	r = run({ "sweep", "--", "true" });
+	EXPECT_EQ(r.status, 2) << "-n is required";
+	r = run({ "sweep", "-n", "1" });
+	EXPECT_EQ(r.status, 2);
+	EXPECT_NE(r.err.find("no program to run"), std::string::npos) << r.err;
+	/* On an injected 32-CPU topology nothing fits this process's CPUs: refused with the reason, not run. */
+	r = run({ "sweep", "-n", "4", "--repeat", "1", "--", "true" }, "pack:2 numa:2 core:4 pu:2");
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("refused: librma cannot apply it here"), std::string::npos) << r.out;
+	/* A run past --timeout fails its candidate, saying so. */
+	r = run({ "sweep", "-n", "1", "--repeat", "1", "--candidates", "compact", "--timeout", "0.5", "--", "sleep",
+		  "20" });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.out.find("failed (exit status 124): timed out after 0.5 s"), std::string::npos) << r.out;
+	r = run({ "recommend", "--sweep", "/nonexistent.json" });
+	EXPECT_EQ(r.status, 1);
+	EXPECT_NE(r.err.find("cannot read it"), std::string::npos) << r.err;
 }
 
 TEST(RmatuneTest, HelpExitsZero)
