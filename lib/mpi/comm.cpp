@@ -40,7 +40,8 @@ void releaseEntry(CommEntry &e)
 		rma_comm_free(&e.rmaComm);
 	if (e.group != MPI_GROUP_NULL)
 		PMPI_Group_free(&e.group);
-	if (e.dup != MPI_COMM_NULL)
+	/* Windows still sharing the duplicate free it (unshareEntry). */
+	if (e.dup != MPI_COMM_NULL && e.windows == 0)
 		PMPI_Comm_free(&e.dup);
 }
 
@@ -51,7 +52,10 @@ int commDeleted(MPI_Comm, int, void *value, void *)
 	auto *e = static_cast<CommEntry *>(value);
 	releaseEntry(*e);
 	entries.erase(std::remove(entries.begin(), entries.end(), e), entries.end());
-	delete e;
+	if (e->windows > 0)
+		e->dropped = true; /* the last of its windows deletes it */
+	else
+		delete e;
 	return MPI_SUCCESS;
 }
 
@@ -209,6 +213,18 @@ int bootstrapAllgather(const int *members, int count, int myIndex, const void *s
 	}
 	ControlLock::resume();
 	return rc == MPI_SUCCESS ? 0 : 1;
+}
+
+void unshareEntry(CommEntry &e)
+{
+	ControlLock lock;
+	if (--e.windows > 0 || !e.freed)
+		return;
+	/* C is gone (or finalize ran): the duplicate was kept for the windows alone. */
+	if (e.dup != MPI_COMM_NULL && !shim().finalized)
+		PMPI_Comm_free(&e.dup);
+	if (e.dropped)
+		delete &e;
 }
 
 void releaseComms()

@@ -44,6 +44,14 @@ struct CommEntry {
 	bool onHost = false;		  /* every member shares memory with this process */
 	rma_comm rmaComm = RMA_COMM_NULL; /* rank r of C is rank r here; made at the first librma window */
 	bool freed = false;		  /* released at finalize; the attribute callback only deletes */
+	/*
+	 * Below MPI_THREAD_MULTIPLE the librma windows made on C share @dup for
+	 * their free (one PMPI_Comm_dup, a collective, less per window). @dup
+	 * outlives C while any of them does: the last window frees it, and the
+	 * entry too if C is gone (@dropped).
+	 */
+	int windows = 0;
+	bool dropped = false;
 };
 
 /* The last MPI group a PSCW call translated, and the librma group made of it (§4.4). */
@@ -58,6 +66,7 @@ struct ShimWin {
 	rma_win win = RMA_WIN_NULL;
 	MPI_Group group = MPI_GROUP_NULL;    /* the window communicator's group (MPI_Win_get_group, PSCW) */
 	MPI_Comm dup = MPI_COMM_NULL;	     /* librma's collectives on this window (free) run here */
+	CommEntry *entry = nullptr;	     /* @dup is entry->dup, shared (not MULTIPLE); else its own */
 	std::vector<int> worldRanks;	     /* its members, as librma names them */
 	rma_group winGroup = RMA_GROUP_NULL; /* the librma window's group (PSCW) */
 	GroupCache post, start;
@@ -211,6 +220,8 @@ private:
 };
 /* Remember that @comm's ranks are exactly @members (seeds bootstrapAllgather's hash). */
 void seedMembers(const std::vector<int> &members, MPI_Comm comm);
+/* A librma window made on @e's communicator no longer needs @e's duplicate (MPI_Win_free). */
+void unshareEntry(CommEntry &e);
 /* Finalize, before rma_finalize: free every CommEntry's rma_comm and duplicate. */
 void releaseComms();
 /* Finalize, after rma_finalize: free the communicators bootstrapAllgather made. */

@@ -221,8 +221,20 @@ int createWindow(const CreateArgs &a)
 			w->shadow = shadow;
 			w->win = rw;
 			PMPI_Comm_group(e->dup, &w->group);
-			/* Its own: the program may free C (and so e) before the window. */
-			PMPI_Comm_dup(e->dup, &w->dup);
+			if (s.multiple) {
+				/*
+				 * Its own: two threads may free two windows of C at
+				 * once, and their collectives must not meet on one
+				 * communicator.
+				 */
+				PMPI_Comm_dup(e->dup, &w->dup);
+			} else {
+				/* C's, kept alive by the count while C may be freed first. */
+				ControlLock lock;
+				w->dup = e->dup;
+				w->entry = e;
+				e->windows++;
+			}
 			w->worldRanks = e->worldRanks;
 			w->base = base;
 			w->size = a.flavor == Flavor::Dynamic ? 0 : a.size;
@@ -363,7 +375,9 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 		rma_group_free(&w->winGroup);
 	if (w->group != MPI_GROUP_NULL)
 		PMPI_Group_free(&w->group);
-	if (w->dup != MPI_COMM_NULL)
+	if (w->entry)
+		unshareEntry(*w->entry);
+	else if (w->dup != MPI_COMM_NULL)
 		PMPI_Comm_free(&w->dup);
 	/* The program's attribute delete callbacks run here, with its handle, as on any MPI window. */
 	uintptr_t key = handleKey(w->shadow);

@@ -5,7 +5,11 @@
  *  2. MPI_Comm_split with a reversed key (comm rank = size-1-world rank);
  *  3. MPI_Comm_create_group over world ranks {2, 0}, in that order;
  *  4. MPI_Comm_split by parity: {0, 2} and a one-rank window on {1}, used
- *     at the same time.
+ *     at the same time;
+ *  5. two windows on a split of the world whose communicator is freed
+ *     before them: they are used and freed afterwards, one at a time (the
+ *     shim shares the communicator's private duplicate between its windows
+ *     below MPI_THREAD_MULTIPLE and must keep it until the last one goes).
  * In each: ring put / accumulate / get by comm rank, under fence and then
  * under lock_all; the values carry world ranks, so a rank translated wrongly
  * shows as a wrong value. */
@@ -119,6 +123,28 @@ int main(int argc, char **argv)
     MT_MPI(MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &c));
     exercise(c, wrank % 2 ? "parity split {1}" : "parity split {0,2}");
     MT_MPI(MPI_Comm_free(&c));
+
+    /* 5: the communicator goes first, its two windows after */
+    MT_MPI(MPI_Comm_split(MPI_COMM_WORLD, 0, wrank, &c));
+    MPI_Win w5[2];
+    int *m5[2];
+    for (int i = 0; i < 2; i++) {
+        MT_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, c, &m5[i], &w5[i]));
+        *m5[i] = -1;
+    }
+    MT_MPI(MPI_Comm_free(&c));
+    int right5 = (wrank + 1) % wsize, left5 = (wrank + wsize - 1) % wsize;
+    for (int round = 0; round < 2; round++) {
+        for (int i = round; i < 2; i++) {
+            int v = 100 * round + 10 * wrank + i;
+            MT_MPI(MPI_Win_fence(0, w5[i]));
+            MT_MPI(MPI_Put(&v, 1, MPI_INT, right5, 0, 1, MPI_INT, w5[i]));
+            MT_MPI(MPI_Win_fence(0, w5[i]));
+            MT_EXPECT_INT("window outliving its communicator: value put by the left rank",
+                          100 * round + 10 * left5 + i, *m5[i]);
+        }
+        MT_MPI(MPI_Win_free(&w5[round]));
+    }
 
     mt_pass("mpi_subcomm_test");
     MPI_Finalize();
