@@ -412,7 +412,7 @@ RMAMPI_EXPORT int MPI_Rget_accumulate(const void *origin_addr, int origin_count,
 
 /* ---- large-count forms (§1.4; MPICH 4 only) ------------------------------------ */
 
-#ifdef RMAMPI_HAVE_LARGE_COUNT
+#if RMAMPI_HAVE_LARGE_COUNT
 RMAMPI_EXPORT int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
 			    int target_rank, MPI_Aint target_disp, MPI_Count target_count, MPI_Datatype target_datatype,
 			    MPI_Win win)

@@ -39,18 +39,6 @@
 #include <vector>
 
 /*
- * MPI-4's large-count envelope and contents: the build sets this from a
- * header probe (MPI_Type_get_envelope_c); else it follows MPI_VERSION.
- */
-#ifndef RMAMPI_HAVE_LARGE_COUNT
-#if MPI_VERSION >= 4
-#define RMAMPI_HAVE_LARGE_COUNT 1
-#else
-#define RMAMPI_HAVE_LARGE_COUNT 0
-#endif
-#endif
-
-/*
  * The MPI-1 names removed in MPI-3 (MPI_COMBINER_HVECTOR_INTEGER and the
  * like): MPICH still defines them; Open MPI 4.1 defines them as compile-time
  * errors unless it was built with MPI-1 compatibility.

@@ -12,6 +12,14 @@
 
 #include <mpi.h>
 
+/*
+ * 1 when this mpi.h has MPI-4's large-count (_c) calls, else 0: set by
+ * lib/mpi/meson.build and tests/mpi/meson.build from one header probe.
+ */
+#ifndef RMAMPI_HAVE_LARGE_COUNT
+#error "RMAMPI_HAVE_LARGE_COUNT (0 or 1) comes from the build's header probe"
+#endif
+
 #include <rma/rma.h>
 
 #include <string>

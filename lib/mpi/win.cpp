@@ -72,7 +72,7 @@ struct CreateArgs {
 /* The MPI's own window. */
 int passThrough(const CreateArgs &a)
 {
-#ifdef RMAMPI_HAVE_LARGE_COUNT
+#if RMAMPI_HAVE_LARGE_COUNT
 	if (a.large) {
 		switch (a.flavor) {
 		case Flavor::Create:
@@ -328,7 +328,7 @@ RMAMPI_EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *
 			      __builtin_return_address(0), "MPI_Win_create_dynamic" });
 }
 
-#ifdef RMAMPI_HAVE_LARGE_COUNT
+#if RMAMPI_HAVE_LARGE_COUNT
 RMAMPI_EXPORT int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
 				   MPI_Win *win)
 {
@@ -452,7 +452,7 @@ RMAMPI_EXPORT int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, in
 	return rc;
 }
 
-#ifdef RMAMPI_HAVE_LARGE_COUNT
+#if RMAMPI_HAVE_LARGE_COUNT
 RMAMPI_EXPORT int MPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit, void *baseptr)
 {
 	ShimWin *w = findWin(win);

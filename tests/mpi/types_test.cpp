@@ -22,14 +22,6 @@
 
 #include "mpi/types.h"
 
-/* Set by tests/mpi/meson.build from a header probe; else as lib/mpi/types.cpp guesses. */
-#ifndef RMAMPI_HAVE_LARGE_COUNT
-#if MPI_VERSION >= 4
-#define RMAMPI_HAVE_LARGE_COUNT 1
-#else
-#define RMAMPI_HAVE_LARGE_COUNT 0
-#endif
-#endif
 
 using rmampi::TypeEntry;
 
