@@ -22,6 +22,21 @@ namespace rmatune {
 
 namespace {
 
+/* @text into the file @path, whole; false with @err naming the file if it cannot be written. */
+bool writeText(const std::string &path, const std::string &text, std::string &err)
+{
+	FILE *f = std::fopen(path.c_str(), "w");
+	if (!f) {
+		err = cat("cannot write ", path);
+		return false;
+	}
+	bool ok = std::fputs(text.c_str(), f) >= 0;
+	ok = std::fclose(f) == 0 && ok;
+	if (!ok)
+		err = cat("cannot write ", path);
+	return ok;
+}
+
 /* A counter of the 2 MiB huge-page pool under @dir; -1 if absent. */
 long poolCounter(const std::string &dir, const char *name)
 {
@@ -544,16 +559,7 @@ bool writeHeatmap(const std::string &path, const Heatmap &h, std::string &err)
 	}
 	s.append("</svg>\n");
 
-	FILE *f = std::fopen(path.c_str(), "w");
-	if (!f) {
-		err = cat("cannot write ", path);
-		return false;
-	}
-	bool ok = std::fputs(s.c_str(), f) >= 0;
-	ok = std::fclose(f) == 0 && ok;
-	if (!ok)
-		err = cat("cannot write ", path);
-	return ok;
+	return writeText(path, s, err);
 }
 
 bool writePlots(const std::string &dir, const json &p, std::vector<std::string> &written, std::string &err)
@@ -665,16 +671,7 @@ bool writeBarChart(const std::string &path, const BarChart &c, std::string &err)
 	s.append(cat("<text x=\"", std::to_string(left), "\" y=\"", std::to_string(height - 16),
 		     "\" font-size=\"11\" fill=\"#555555\">bars: median; whiskers: min to max</text>\n"));
 	s.append("</svg>\n");
-	FILE *f = std::fopen(path.c_str(), "w");
-	if (!f) {
-		err = cat("cannot write ", path);
-		return false;
-	}
-	bool ok = std::fputs(s.c_str(), f) >= 0;
-	ok = std::fclose(f) == 0 && ok;
-	if (!ok)
-		err = cat("cannot write ", path);
-	return ok;
+	return writeText(path, s, err);
 }
 
 } /* namespace rmatune */
