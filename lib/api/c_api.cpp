@@ -1684,6 +1684,9 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
 		RMA_TRY(w.checkRequestEpoch(call, target));
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
+		/* Another host: complete it now (requests of remote operations do not track replies yet). */
+		if (w.isRemote(target)) [[unlikely]]
+			RMA_TRY(w.flush(call, target));
 		*request = makeRequest(win, target, 0);
 		return RMA_SUCCESS;
 	});

@@ -59,6 +59,7 @@ inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" 
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
 inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require" }); }
+inline bool netTimeout(const char *v) { return number(v) && std::atol(v) >= 100 && std::atol(v) <= 600000; }
 inline bool hugePages(const char *v) { return oneOf(v, { "off", "prefer", "require" }); }
 
 /* The rma_placement words: local, interleave, none or node:N. */
@@ -119,6 +120,15 @@ inline constexpr Knob kKnobs[] = {
 	  "the inter-host engine's io_uring use: auto (io_uring with what the kernel has, else epoll), off (always "
 	  "epoll and nonblocking sockets), require (io_uring with every feature the design uses, or an error)",
 	  knobs::netUring },
+	{ "RMA_NET_IF", "an interface name, an IPv4 address or a CIDR (10.0.0.0/24)", "the first non-loopback IPv4 address up",
+	  "where a job that spans hosts listens for other hosts' operations (loopback only when named)", nullptr },
+	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "10000",
+	  "how long an origin waits for another host to answer a flush, get or unlock before the operation fails "
+	  "with RMA_ERR_PROC_FAILED",
+	  knobs::netTimeout },
+	{ "RMA_NET_SPIN_US", "a number of microseconds", "200",
+	  "how long a host's server thread busy-polls after its last frame before it parks (0: park at once)",
+	  knobs::number },
 	{ "RMA_PLACEMENT", "local, interleave, node:N or none", "local",
 	  "where window and rma_alloc_mem memory goes when the program's rma_placement info key does not say "
 	  "(rmarun --placement sets it from the file's memory.default)",
@@ -167,7 +177,7 @@ inline std::string checkKnobs(std::span<const char *const> names = {})
 				continue;
 		}
 		const char *v = knobValue(k.name);
-		if (v && !k.valid(v))
+		if (v && k.valid && !k.valid(v))
 			return std::string(k.name) + "='" + v + "': accepts " + k.accepts + " (default " + k.byDefault +
 			       ")";
 	}

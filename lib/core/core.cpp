@@ -18,6 +18,7 @@
 #include "common/tsan.h"
 #include "error/error.h"
 #include "shm/segment.h"
+#include "win/remote.h"
 #include "win/stats.h"
 
 namespace librma {
@@ -444,6 +445,53 @@ std::string rankRanges(const std::vector<int> &ranks)
 	return text.empty() ? "none" : text;
 }
 
+/*
+ * A job that spans hosts: every rank listens for other hosts' requests and
+ * publishes where, with rank 0's secret (docs/design/inter-host.md §6), in
+ * one allgather over the world. A rank that cannot listen still takes part
+ * (with an empty card), so every rank fails alike.
+ */
+int startNetEngine(Comm &world)
+{
+#ifdef RMA_HAVE_NET
+	Runtime &rt = runtime();
+	net::EngineConfig config;
+	config.rank = rt.bootstrap->rank();
+	for (int r = 0; r < rt.bootstrap->size(); ++r)
+		config.hostOf.push_back(static_cast<uint32_t>(rt.bootstrap->host(r)));
+	if (const char *v = knobValue("RMA_NET_IF"))
+		config.interface = v;
+	if (const char *v = knobValue("RMA_NET_TIMEOUT_MS"))
+		config.timeoutMs = std::atoi(v);
+	if (const char *v = knobValue("RMA_NET_SPIN_US"))
+		config.spinUs = std::atoi(v);
+	auto policy = net::uringPolicyFromEnvironment();
+	if (!policy)
+		return policy.code();
+	config.policy = policy.value();
+	net::EndpointCard card;
+	auto e = net::Engine::listen(std::move(config), card);
+	if (!e)
+		card = net::EndpointCard{};
+	GatherResult out;
+	RMA_TRY(world.allgather(std::as_bytes(std::span(&card, 1)), {}, out));
+	if (!e)
+		return e.code();
+	std::vector<net::EndpointCard> cards(static_cast<std::size_t>(world.size()));
+	std::memcpy(cards.data(), out.data.data(), cards.size() * sizeof(net::EndpointCard));
+	std::memset(out.data.data(), 0, out.data.size()); /* the secret */
+	for (std::size_t r = 0; r < cards.size(); ++r)
+		if (cards[r].ipv4 == 0)
+			return makeError(RMA_ERR_INTERN, "rma_init: rank %zu could not listen for other hosts' operations", r);
+	RMA_TRY(e.value()->setPeers(cards));
+	net::setEngine(std::move(e.value()));
+	return RMA_SUCCESS;
+#else
+	(void)world;
+	return RMA_SUCCESS; /* windows that span hosts fail at creation, naming what is missing */
+#endif
+}
+
 /* RMA_VERBOSE=1: where this rank runs and how it reaches every other rank (one line, stderr). */
 void printReach(const Bootstrap &boot)
 {
@@ -454,13 +502,20 @@ void printReach(const Bootstrap &boot)
 		if (r != boot.rank())
 			(boot.host(r) == boot.host(boot.rank()) ? local : remote).push_back(r);
 	}
-	/* Until the inter-host transport exists (issue #14, lib/net), say so instead of promising TCP. */
+#ifdef RMA_HAVE_NET
+	std::string listen;
+	if (net::Engine *e = net::engine())
+		listen = " (listening on " + e->address() + ")";
+	const char *missing = "";
+#else
+	std::string listen;
+	const char *missing = remote.empty() ? "" : " (built without the transport: windows cannot span hosts)";
+#endif
 	std::fprintf(
 		stderr,
-		"librma: rank %d of %d on %s (host %d of %d, bootstrap %s): shared memory with %s; TCP with %s%s\n",
+		"librma: rank %d of %d on %s (host %d of %d, bootstrap %s): shared memory with %s; TCP with %s%s%s\n",
 		boot.rank(), boot.size(), boot.hostName().c_str(), boot.host(boot.rank()), hosts, boot.kind(),
-		rankRanges(local).c_str(), rankRanges(remote).c_str(),
-		remote.empty() ? "" : " (not built yet: windows cannot span hosts)");
+		rankRanges(local).c_str(), rankRanges(remote).c_str(), listen.c_str(), missing);
 }
 
 } /* namespace */
@@ -484,8 +539,9 @@ int initRuntime(const rma_bootstrap_ops *external)
 	}
 	int rank = rt.bootstrap->rank();
 	int size = rt.bootstrap->size();
-	if (const char *verbose = knobValue("RMA_VERBOSE"); verbose && !std::strcmp(verbose, "1"))
-		printReach(*rt.bootstrap);
+	bool multiHost = false;
+	for (int r = 0; r < size; ++r)
+		multiHost = multiHost || rt.bootstrap->host(r) != rt.bootstrap->host(0);
 	/*
 	 * More ranks on this host than online CPUs means a waiter's spinning
 	 * takes the CPU from the rank it waits for. RMA_SPIN=yield|spin
@@ -529,6 +585,10 @@ int initRuntime(const rma_bootstrap_ops *external)
 	/* Before the first collective: no window can be freed before the file is started. */
 	RMA_TRY(initTrafficStats(rank, size));
 	RMA_TRY(setUpDoorbells(*world));
+	if (multiHost)
+		RMA_TRY(startNetEngine(*world));
+	if (const char *verbose = knobValue("RMA_VERBOSE"); verbose && !std::strcmp(verbose, "1"))
+		printReach(*rt.bootstrap);
 
 	rt.initialized = true;
 	return RMA_SUCCESS;
@@ -548,6 +608,9 @@ int finalizeRuntime()
 	/* Every rank is past its last RMA call: the agent has nothing left to serve. */
 	ProgressState &p = progressState();
 	p.agent.stop();
+#ifdef RMA_HAVE_NET
+	net::setEngine(nullptr);
+#endif
 	p.agent.setDoorbell(nullptr);
 	p.bells = nullptr;
 	p.count = 0;

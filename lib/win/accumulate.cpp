@@ -101,6 +101,7 @@
 #include "core/core.h"
 #include "progress/agent.h"
 #include "progress/doorbell.h"
+#include "win/remote.h"
 #include "win/window.h"
 
 namespace librma {
@@ -514,6 +515,14 @@ int Window::completeAccumulates(const char *call, int t)
 	const uint64_t want = accIssued_[t];
 	if (accApplied_[t] == want)
 		return RMA_SUCCESS;
+#ifdef RMA_HAVE_NET
+	if (targets_[t].reach == Reach::Remote) {
+		/* Puts and gets to another host (the accumulate family does not go there yet). */
+		RMA_TRY(remote_->flush(call, t));
+		accApplied_[t] = want;
+		return RMA_SUCCESS;
+	}
+#endif
 	uint64_t done = accDoneOf(t);
 	if (done != want) {
 		int rc = waitUntil(call, "accumulates to be applied", -1, [&, t, want] {
@@ -716,6 +725,8 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 		RMA_TRY(checkTargetType(call, *td, a.tcount));
 	TargetView view;
 	RMA_TRY(checkTarget(call, a.target, a.disp, footprint(*td, a.tcount), view));
+	if (view.reach == Reach::Remote) [[unlikely]]
+		return remoteOnly(call, a.target, "the accumulate family");
 	if (bytes == 0)
 		return RMA_SUCCESS;
 	if (usesOrigin && badPointer(static_cast<const std::byte *>(a.origin) + od->trueLb)) [[unlikely]]
@@ -1086,6 +1097,8 @@ int Window::compareAndSwapBody(const char *call, const void *origin, const void 
 	RMA_TRY(checkCompareAndSwapType(call, elem));
 	TargetView view;
 	RMA_TRY(checkTarget(call, target, disp, footprint(*d, 1), view));
+	if (view.reach == Reach::Remote) [[unlikely]]
+		return remoteOnly(call, target, "compare_and_swap");
 	pendingOps_ = true;
 	const uint32_t eb = elemBytes(elem);
 

@@ -20,6 +20,7 @@
 #include "common/spin_wait.h"
 #include "common/tsan.h"
 #include "error/error.h"
+#include "win/remote.h"
 #include "win/window.h"
 
 namespace librma {
@@ -251,8 +252,14 @@ int Window::lock(int lockType, int target, int assert)
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadTarget(kCall, target));
 	bool exclusive = lockType == RMA_LOCK_EXCLUSIVE;
-	if (!(assert & RMA_MODE_NOCHECK))
-		RMA_TRY(acquireLock(kCall, target, exclusive));
+	if (!(assert & RMA_MODE_NOCHECK)) {
+#ifdef RMA_HAVE_NET
+		if (isRemote(target))
+			RMA_TRY(remote_->lock(kCall, target, exclusive));
+		else
+#endif
+			RMA_TRY(acquireLock(kCall, target, exclusive));
+	}
 	fenceEpoch_ = false;
 	allAccess_ = false;
 	locks_[target] = (exclusive ? kLockExclusive : kLockShared) | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
@@ -276,7 +283,7 @@ int Window::unlock(int target)
 	if (anyDead()) [[unlikely]] {
 		if (int rc = deadTarget(kCall, target); rc != RMA_SUCCESS) {
 			/* The epoch ends here anyway: the window can still be freed. */
-			if (!(locks_[target] & kLockNoCheck))
+			if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
 				releaseLock(target, locks_[target] & kLockExclusive);
 			locks_[target] = 0;
 			access_[target] = 0;
@@ -284,9 +291,21 @@ int Window::unlock(int target)
 			return rc;
 		}
 	}
+#ifdef RMA_HAVE_NET
+	if (isRemote(target) && !(locks_[target] & kLockNoCheck)) {
+		/* UNLOCK is applied after everything sent before it: its ACK completes them too. */
+		RMA_TRY(remote_->unlock(kCall, target, locks_[target] & kLockExclusive));
+		accApplied_[target] = accIssued_[target];
+		completeLocally();
+		locks_[target] = 0;
+		access_[target] = 0;
+		--locksHeld_;
+		return RMA_SUCCESS;
+	}
+#endif
 	RMA_TRY(completeAccumulates(kCall, target));
 	completeLocally();
-	if (!(locks_[target] & kLockNoCheck))
+	if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
 		releaseLock(target, locks_[target] & kLockExclusive);
 	locks_[target] = 0;
 	access_[target] = 0;
@@ -339,6 +358,16 @@ int Window::lockAll(int assert)
 				return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
 			}));
 		}
+#ifdef RMA_HAVE_NET
+		/* Then every other host's part: its server takes its host's global word for us. */
+		if (remote_) {
+			if (int rc = remote_->lockAll(kCall); rc != RMA_SUCCESS) {
+				remote_->unlockAll(kCall);
+				global.fetch_sub(lockword::kLockAll, std::memory_order_release);
+				return rc;
+			}
+		}
+#endif
 	}
 	fenceEpoch_ = false;
 	allAccess_ = true;
@@ -362,12 +391,18 @@ int Window::unlockAll()
 	}
 	RMA_TRY(completeAccumulates("rma_win_unlock_all", -1));
 	completeLocally();
-	if (!(lockAll_ & kLockNoCheck))
+	int rc = RMA_SUCCESS;
+	if (!(lockAll_ & kLockNoCheck)) {
 		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
 		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+#ifdef RMA_HAVE_NET
+		if (remote_)
+			rc = remote_->unlockAll("rma_win_unlock_all");
+#endif
+	}
 	lockAll_ = 0;
 	allAccess_ = false;
-	return RMA_SUCCESS;
+	return rc;
 }
 
 int Window::flush(const char *call, int target)
@@ -430,6 +465,9 @@ int Window::post(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, exposed_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
+	for (int o : members)
+		if (isRemote(o)) [[unlikely]]
+			return remoteOnly(kCall, o, "generalized active target (PSCW)");
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadAmong(kCall, &members));
 	fenceEpoch_ = false;
@@ -456,6 +494,9 @@ int Window::start(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, started_ || locksHeld_ || lockAll_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
+	for (int t : members)
+		if (isRemote(t)) [[unlikely]]
+			return remoteOnly(kCall, t, "generalized active target (PSCW)");
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadAmong(kCall, &members));
 	const int me = rank();

@@ -18,6 +18,7 @@
 
 #include "common/knobs.h"
 #include "error/error.h"
+#include "win/remote.h"
 #include "win/stats.h"
 
 namespace librma {
@@ -211,6 +212,45 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	const int myNode = currentNode(topology);
 	const bool contiguous = flavor_ == Flavor::Shared && !hints_.allocSharedNoncontig;
 
+	/*
+	 * Members on other hosts (docs/design/inter-host.md §3.1): each host
+	 * makes its own control segment (its lowest window rank does), memory
+	 * descriptors go only to the members of their host, and the others
+	 * reach a member through its host's server (win/remote.h).
+	 */
+	std::vector<uint32_t> hostOf(static_cast<std::size_t>(n));
+	bool spans = false;
+	for (int r = 0; r < n; ++r) {
+		hostOf[r] = static_cast<uint32_t>(runtime().bootstrap->host(comm_->group()->worldRank(r)));
+		spans = spans || hostOf[r] != hostOf[0];
+	}
+	std::shared_ptr<Comm> local; /* this host's members (spanning windows only) */
+	int localMe = me;            /* rank in it */
+	if (spans) {
+		RMA_TRY(comm_->split(static_cast<int>(hostOf[me]), me, local));
+		localMe = local->rank();
+		if (status == RMA_SUCCESS) {
+#ifndef RMA_HAVE_NET
+			status = makeError(RMA_ERR_NOT_SUPPORTED,
+					   "%s: the communicator spans hosts, and librma was built without the inter-host "
+					   "transport (it needs liburing and libcrypto)",
+					   call);
+#else
+			if (!net::engine())
+				status = makeError(RMA_ERR_INTERN, "%s: the communicator spans hosts, but the inter-host "
+								   "engine did not start at rma_init", call);
+#endif
+		}
+		if (status == RMA_SUCCESS && flavor_ == Flavor::Shared)
+			status = makeError(RMA_ERR_RMA_SHARED,
+					   "%s: the communicator spans hosts: memory cannot be shared among all of its "
+					   "processes (split it with rma_comm_split_type(RMA_COMM_TYPE_SHARED) first)",
+					   call);
+		if (status == RMA_SUCCESS && flavor_ == Flavor::Dynamic)
+			status = makeError(RMA_ERR_NOT_SUPPORTED,
+					   "%s: dynamic windows cannot span hosts yet (issue #14, increment K)", call);
+	}
+
 	MemPolicy policy;
 	if (status == RMA_SUCCESS) {
 		auto p = resolvePlacement(hints_.placement, topology, myNode);
@@ -249,6 +289,8 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		uint64_t total = 0, available = UINT64_MAX;
 		const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 		for (int r = 0; r < n; ++r) {
+			if (hostOf[r] != hostOf[me])
+				continue; /* memory of another host */
 			total += (static_cast<uint64_t>(std::max<int64_t>(firsts[r].size, 0)) + page - 1) / page * page;
 			available = std::min(available, firsts[r].available);
 		}
@@ -347,8 +389,8 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		mine.numaNode = local_.numaNode;
 	}
 
-	/* The control segment, made by rank 0. */
-	if (me == 0 && status == RMA_SUCCESS) {
+	/* The control segment, made by rank 0 (of each host). */
+	if (localMe == 0 && status == RMA_SUCCESS) {
 		SegmentOptions options;
 		options.size = ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size;
 		options.hugePages = HugePages::Off;
@@ -377,7 +419,11 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 
 	mine.status = status == RMA_SUCCESS ? RMA_SUCCESS : errorClass(status);
 	GatherResult out;
-	RMA_TRY(comm_->allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
+	/* Spanning: every record to everyone, the descriptors to the members of this host only. */
+	GatherResult localOut;
+	RMA_TRY(comm_->allgather(std::as_bytes(std::span(&mine, 1)), spans ? std::span<const int>() : fds, out));
+	if (spans)
+		RMA_TRY(local->allgather(std::as_bytes(std::span(&mine, 1)), fds, localOut));
 	if (status != RMA_SUCCESS)
 		return status;
 	const Record *all = reinterpret_cast<const Record *>(out.data.data());
@@ -386,10 +432,26 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			return makeError(all[r].status, "%s: rank %d of the communicator failed (%s); no window was made",
 					 call, r, className(all[r].status));
 
-	/* Map what the others passed. */
-	std::vector<int> firstFd(n + 1, 0);
-	for (int r = 0; r < n; ++r)
-		firstFd[r + 1] = firstFd[r] + out.fdCounts[r];
+	/* Map what the others passed: firstFd[r] indexes the descriptors of window rank r (this host's only). */
+	GatherResult &fdOut = spans ? localOut : out;
+	std::vector<int> firstFd(n, 0);
+	int controlRank = 0; /* the window rank that made this host's control segment */
+	if (spans) {
+		std::vector<int> localFirst(static_cast<std::size_t>(local->size()) + 1, 0);
+		for (int l = 0; l < local->size(); ++l)
+			localFirst[l + 1] = localFirst[l] + localOut.fdCounts[l];
+		/* Local ranks are in window rank order (split by key = window rank). */
+		int l = 0;
+		for (int r = 0; r < n; ++r)
+			if (hostOf[r] == hostOf[me]) {
+				if (l == 0)
+					controlRank = r;
+				firstFd[r] = localFirst[l++];
+			}
+	} else {
+		for (int r = 0; r + 1 < n; ++r)
+			firstFd[r + 1] = firstFd[r] + out.fdCounts[r];
+	}
 	targets_.resize(n);
 	nTargets_ = static_cast<uint32_t>(n);
 	if (!trafficStatsPath().empty()) [[unlikely]]
@@ -403,6 +465,11 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		t.remoteBase = rec.remoteBase;
 		t.reach = rec.size > 0 || rec.reach == static_cast<int32_t>(Reach::Dynamic) ? static_cast<Reach>(rec.reach)
 											       : Reach::None;
+		if (spans && hostOf[r] != hostOf[me]) {
+			/* Even a member without memory: its lock word lives on its host. */
+			t.reach = Reach::Remote;
+			continue;
+		}
 		if (contiguous)
 			continue;
 		if (t.reach == Reach::Direct) {
@@ -410,7 +477,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 				t.base = flavor_ == Flavor::Create ? static_cast<std::byte *>(base) : own_.data();
 				continue;
 			}
-			auto seg = Segment::attach(std::move(out.fds[firstFd[r]]), rec.mapSize, rec.hugePages);
+			auto seg = Segment::attach(std::move(fdOut.fds[firstFd[r]]), rec.mapSize, rec.hugePages);
 			if (!seg)
 				return seg.code();
 			seg->closeFd();
@@ -453,18 +520,18 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	}
 
 	/* The control segment. */
-	if (me != 0) {
-		/* Rank 0 passed its memory fd (if any) first, then the control fd. */
-		int fdIndex = firstFd[0] + (all[0].mapSize > 0 ? 1 : 0);
-		auto seg = Segment::attach(std::move(out.fds[fdIndex]),
+	if (localMe != 0) {
+		/* Its maker passed its memory fd (if any) first, then the control fd. */
+		int fdIndex = firstFd[controlRank] + (all[controlRank].mapSize > 0 ? 1 : 0);
+		auto seg = Segment::attach(std::move(fdOut.fds[fdIndex]),
 					   ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size, false);
 		if (!seg)
 			return seg.code();
 		control_ = std::move(seg.value());
 		const ControlHeader *h = controlHeader(control_.data());
 		if (h->magic != kControlMagic || h->version != kControlVersion || h->nranks != static_cast<uint32_t>(n))
-			return makeError(RMA_ERR_INTERN, "%s: control segment from rank 0 is not a version %u control block",
-					 call, kControlVersion);
+			return makeError(RMA_ERR_INTERN, "%s: control segment from rank %d is not a version %u control block",
+					 call, controlRank, kControlVersion);
 	}
 	control_.closeFd();
 	own_.closeFd();
@@ -500,11 +567,41 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		localBase_ = nullptr; /* MPI_BOTTOM */
 		localSize_ = 0;
 	}
+#ifdef RMA_HAVE_NET
+	if (spans) {
+		/* Each host's server: its lowest window rank (it maps every member of its host). */
+		std::vector<int> serverOf(static_cast<std::size_t>(n), -1);
+		std::vector<int> first;
+		for (int r = 0; r < n; ++r) {
+			if (hostOf[r] >= first.size())
+				first.resize(hostOf[r] + 1, -1);
+			if (first[hostOf[r]] < 0)
+				first[hostOf[r]] = comm_->group()->worldRank(r);
+			serverOf[r] = first[hostOf[r]];
+		}
+		auto rw = RemoteWindow::create(*this, out.instance, hostOf, std::move(serverOf));
+		if (!rw)
+			return rw.code();
+		remote_ = std::move(rw.value());
+		/* No origin sends before every server knows the window. */
+		RMA_TRY(comm_->barrier());
+	}
+#endif
 	return startServing();
+}
+
+int Window::remoteOnly(const char *call, int target, const char *what) const
+{
+	return makeError(RMA_ERR_NOT_SUPPORTED,
+			 "%s: target rank %d of window '%s' is on another host, and %s across hosts is not supported yet "
+			 "(issue #14: put, get, flush, lock, lock_all and fence work across hosts)",
+			 call, target, name.c_str(), what);
 }
 
 Window::~Window()
 {
+	/* First: no frame of another host is applied once the memory below goes. */
+	remote_.reset();
 	stopServing();
 }
 
@@ -512,6 +609,7 @@ void Window::abandon()
 {
 	if (stats_) [[unlikely]]
 		writeTraffic();
+	remote_.reset();
 	stopServing();
 	targets_.clear();
 	nTargets_ = 0;

@@ -13,7 +13,8 @@
  *  - Dynamic: regions attached later; resolved through the target's attach
  *             table in the control segment, each region then Direct (memory
  *             from rma_alloc_mem, mapped on first use) or Process.
- * A future inter-host transport adds a fourth way behind the same branch.
+ *  - Remote:  the member is on another host; its operations travel as frames
+ *             to its host's server process (win/remote.h, lib/net).
  *
  * Thread safety: one thread at a time per window (RMA_THREAD_SERIALIZED).
  */
@@ -52,7 +53,7 @@ enum class Flavor {
 	Shared = RMA_WIN_FLAVOR_SHARED,
 };
 
-enum class Reach : uint8_t { None, Direct, Process, Dynamic };
+enum class Reach : uint8_t { None, Direct, Process, Dynamic, Remote };
 
 /* How this process reaches one member's window memory. */
 struct TargetView {
@@ -134,6 +135,7 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 }
 
 struct AccRecord;
+class RemoteWindow;
 
 /* The kinds traffic statistics count; request forms count with their blocking kind. */
 enum class TrafficKind : uint8_t { Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap };
@@ -445,7 +447,14 @@ public:
 	/* Attributes the application cached (rma_win_set_attr); the predefined ones are the members above. */
 	AttributeSet attributes;
 
+	/* Whether @target is on another host (then request forms complete at once: see remote.h). */
+	bool isRemote(int target) const
+	{
+		return static_cast<unsigned>(target) < nTargets_ && targets_[target].reach == Reach::Remote;
+	}
+
 private:
+	friend class RemoteWindow;
 	Window() = default;
 
 	/*
@@ -556,6 +565,9 @@ private:
 
 	Flavor flavor_ = Flavor::Create;
 	std::shared_ptr<Comm> comm_;
+	/* Members on other hosts (win/remote.h); nullptr for a window on one host. */
+	std::unique_ptr<RemoteWindow> remote_;
+	[[gnu::cold]] int remoteOnly(const char *call, int target, const char *what) const;
 	bool stats_ = false;             /* RMA_STATS: count operations (the fast paths step aside) */
 	uint64_t statsId_ = 0;           /* the same at every member, unique in the job */
 	std::vector<uint64_t> traffic_;  /* per target x TrafficKind: ops, bytes (stats_ only) */

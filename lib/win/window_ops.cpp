@@ -22,6 +22,7 @@
 #include "common/tsan.h"
 #include "datatype/datatype.h"
 #include "error/error.h"
+#include "win/remote.h"
 #include "win/window.h"
 
 namespace librma {
@@ -349,6 +350,16 @@ int Window::fullAccess(void *origin, int ocount, rma_datatype otype, int target,
 	if (badPointer(static_cast<std::byte *>(origin) + od->trueLb)) [[unlikely]]
 		return badBuffer(kCall, "origin", static_cast<std::byte *>(origin) + od->trueLb);
 	pendingOps_ = true;
+#ifdef RMA_HAVE_NET
+	if (view.reach == Reach::Remote) {
+		/* Unequal counts send flush() and unlock() to the slow path, which completes it remotely. */
+		accIssued_[target] = accApplied_[target] + 1;
+		const rma_aint offset = disp * static_cast<rma_aint>(targets_[target].dispUnit);
+		if (Put)
+			return remote_->put(kCall, target, offset, origin, *od, ocount, *td, tcount, bytes);
+		return remote_->get(kCall, target, offset, origin, *od, ocount, *td, tcount, bytes);
+	}
+#endif
 	if (Put)
 		pendingStores_ |= static_cast<size_t>(bytes) >= kNonTemporalBytes;
 	return transfer(kCall, view, origin, *od, ocount, *td, tcount, bytes, Put);
@@ -380,6 +391,10 @@ int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_ai
  */
 int Window::barrier(const char *call)
 {
+#ifdef RMA_HAVE_NET
+	if (remote_)
+		return remote_->barrier(call);
+#endif
 	const int me = comm_->rank();
 	const uint64_t epoch = ++barriers_;
 	/*

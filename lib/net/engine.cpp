@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The inter-host engine of one process: see engine.h.
+ */
+#include "net/engine.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "error/error.h"
+#include "net/le.h"
+
+namespace librma::net {
+
+namespace {
+
+int64_t nowNs()
+{
+	return std::chrono::duration_cast<std::chrono::nanoseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+std::string ipText(uint32_t ipv4, uint16_t port)
+{
+	char buf[INET_ADDRSTRLEN] = "?";
+	in_addr a{};
+	a.s_addr = ipv4;
+	inet_ntop(AF_INET, &a, buf, sizeof(buf));
+	return std::string(buf) + ":" + std::to_string(ntohs(port));
+}
+
+/* Whether @addr (network order) matches RMA_NET_IF's @spec for interface @name. */
+bool matches(const std::string &spec, const char *name, uint32_t addr)
+{
+	if (spec.empty())
+		return true;
+	if (auto slash = spec.find('/'); slash != std::string::npos) {
+		in_addr net{};
+		if (inet_pton(AF_INET, spec.substr(0, slash).c_str(), &net) != 1)
+			return false;
+		int bits = std::atoi(spec.c_str() + slash + 1);
+		if (bits < 0 || bits > 32)
+			return false;
+		uint32_t mask = bits == 0 ? 0 : htonl(~uint32_t{ 0 } << (32 - bits));
+		return (addr & mask) == (net.s_addr & mask);
+	}
+	in_addr one{};
+	if (inet_pton(AF_INET, spec.c_str(), &one) == 1)
+		return one.s_addr == addr;
+	return spec == name;
+}
+
+/* The address to listen on: the first IPv4 address up that RMA_NET_IF admits (not loopback unless named). */
+Result<uint32_t> chooseAddress(const std::string &spec)
+{
+	ifaddrs *list = nullptr;
+	if (getifaddrs(&list) != 0)
+		return makeErrnoError(RMA_ERR_INTERN, errno, "rma_init: cannot list the network interfaces");
+	uint32_t found = 0;
+	for (ifaddrs *i = list; i && !found; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+			continue;
+		uint32_t a = reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr;
+		if ((i->ifa_flags & IFF_LOOPBACK) && spec.empty())
+			continue;
+		if (matches(spec, i->ifa_name, a))
+			found = a;
+	}
+	freeifaddrs(list);
+	if (!found)
+		return makeError(RMA_ERR_ARG,
+				 "rma_init: the job spans hosts, but %s%s%s names no IPv4 address that is up on this host; "
+				 "set RMA_NET_IF to an interface, an address or a CIDR such as 10.0.0.0/24",
+				 spec.empty() ? "no non-loopback interface" : "RMA_NET_IF='", spec.c_str(),
+				 spec.empty() ? "" : "'");
+	return found;
+}
+
+void setNoDelay(int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void setNonBlocking(int fd, bool on)
+{
+	int flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK);
+}
+
+struct ServerAllow {
+	const Engine *engine;
+	uint32_t myHost;
+};
+
+bool allowLeader(const void *ctx, uint32_t leader) noexcept
+{
+	const auto *a = static_cast<const ServerAllow *>(ctx);
+	const auto &hosts = a->engine->config().hostOf;
+	return leader < hosts.size() && hosts[leader] != a->myHost && a->engine->leaderOf(hosts[leader]) == leader;
+}
+
+bool allowRank(const void *ctx, uint32_t leader, uint32_t rank) noexcept
+{
+	const auto *a = static_cast<const ServerAllow *>(ctx);
+	const auto &hosts = a->engine->config().hostOf;
+	return rank < hosts.size() && leader < hosts.size() && hosts[rank] == hosts[leader];
+}
+
+std::unique_ptr<Engine> gEngine;
+
+} /* namespace */
+
+Engine *engine()
+{
+	return gEngine.get();
+}
+
+void setEngine(std::unique_ptr<Engine> e)
+{
+	if (gEngine)
+		gEngine->stop();
+	gEngine = std::move(e);
+}
+
+/* ---- Replier ---------------------------------------------------------------- */
+
+void Replier::send(FrameKind kind, uint16_t flags, std::span<const uint8_t> a, std::span<const uint8_t> b) noexcept
+{
+	FrameHeader h = request_;
+	h.kind = static_cast<uint16_t>(kind);
+	h.flags = flags;
+	h.bodyLen = static_cast<uint32_t>(a.size() + b.size());
+	uint8_t head[kHeaderBytes];
+	encodeHeader(h, head);
+	loop_.send(conn_, head);
+	if (!a.empty())
+		loop_.send(conn_, a);
+	if (!b.empty())
+		loop_.send(conn_, b);
+}
+
+void Replier::ack() noexcept
+{
+	send(FrameKind::Ack, 0, {}, {});
+}
+
+void Replier::nack(int errorClass, uint64_t detail) noexcept
+{
+	uint8_t body[16];
+	le::store<uint32_t>(body, static_cast<uint32_t>(errorClass));
+	le::store<uint32_t>(body + 4, 0);
+	le::store<uint64_t>(body + 8, detail);
+	send(FrameKind::Nack, 0, body, {});
+}
+
+void Replier::data(FrameKind kind, std::span<const uint8_t> bytes, bool last) noexcept
+{
+	send(kind, last ? kLastChunk : 0, bytes, {});
+}
+
+/* ---- Link (origin side) ------------------------------------------------------- */
+
+Link::Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost)
+	: engine_(engine), server_(server), fd_(std::move(fd)), peerHost_(peerHost), in_(256 << 10)
+{
+}
+
+int Link::fail(int err, const char *what)
+{
+	error_ = makeErrnoError(RMA_ERR_PROC_FAILED, err, "the connection to the process of rank %d (host %u) %s",
+				server_, peerHost_, what);
+	fd_.reset();
+	return error_;
+}
+
+int Link::send(std::span<const uint8_t> bytes)
+{
+	if (error_)
+		return error_;
+	while (!bytes.empty()) {
+		ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			bytes = bytes.subspan(static_cast<std::size_t>(n));
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Full: take the replies that may be holding the server back, then wait for room. */
+			RMA_TRY(pump());
+			pollfd p{ fd_.get(), POLLOUT | POLLIN, 0 };
+			::poll(&p, 1, 1);
+			continue;
+		}
+		return fail(n < 0 ? errno : EPIPE, "failed while sending");
+	}
+	return RMA_SUCCESS;
+}
+
+int Link::pump()
+{
+	if (error_)
+		return error_;
+	for (;;) {
+		ssize_t n = ::recv(fd_.get(), in_.data(), in_.size(), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return RMA_SUCCESS;
+		if (n <= 0)
+			return fail(n == 0 ? ECONNRESET : errno, n == 0 ? "was closed by the peer" : "failed while receiving");
+		int bad = 0;
+		ParseContext ctx = engine_.parseContext(peerHost_);
+		bool ok = assembler_.feed(std::span<const uint8_t>(in_.data(), static_cast<std::size_t>(n)),
+					  [&](std::span<const uint8_t> frame) {
+						  if (bad)
+							  return;
+						  ParsedFrame f;
+						  ParseResult r = parse(frame, ctx, f);
+						  if (r.verdict == Verdict::Ok) {
+							  if (WindowService *s = engine_.findService(f.header.window))
+								  s->onReply(f);
+						  } else if (r.reason != Reason::UnknownWindow) {
+							  /* A reply that does not parse: the stream cannot be trusted. */
+							  std::fprintf(stderr, "librma: rank %d: dropping the connection to rank %d: %s\n",
+								       engine_.config().rank, server_,
+								       describe(r, f.header).c_str());
+							  bad = EPROTO;
+						  }
+					  });
+		if (!ok || bad)
+			return fail(EPROTO, "sent a malformed reply");
+		if (static_cast<std::size_t>(n) < in_.size())
+			return RMA_SUCCESS;
+	}
+}
+
+/* ---- Engine ------------------------------------------------------------------- */
+
+Result<std::unique_ptr<Engine>> Engine::listen(EngineConfig config, EndpointCard &card)
+{
+	std::unique_ptr<Engine> e(new Engine());
+	e->config_ = std::move(config);
+	auto addr = chooseAddress(e->config_.interface);
+	if (!addr)
+		return Result<std::unique_ptr<Engine>>::failure(addr.code());
+	UniqueFd l(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = addr.value();
+	socklen_t len = sizeof(a);
+	if (!l.isValid() || bind(l.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0 ||
+	    ::listen(l.get(), 256) < 0 || getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len) < 0)
+		return Result<std::unique_ptr<Engine>>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "rma_init: cannot listen on %s",
+				      ipText(addr.value(), 0).c_str()));
+	e->listener_ = std::move(l);
+	e->ipv4_ = a.sin_addr.s_addr;
+	e->port_ = a.sin_port;
+	card = EndpointCard{};
+	card.ipv4 = e->ipv4_;
+	card.port = e->port_;
+	if (getrandom(card.secret, sizeof(card.secret), 0) != static_cast<ssize_t>(sizeof(card.secret)) ||
+	    getrandom(&card.jobHash, sizeof(card.jobHash), 0) != static_cast<ssize_t>(sizeof(card.jobHash)))
+		return Result<std::unique_ptr<Engine>>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "rma_init: getrandom failed for the job secret"));
+	/* Leaders: the smallest world rank of each host. */
+	uint32_t hosts = 0;
+	for (uint32_t h : e->config_.hostOf)
+		hosts = std::max(hosts, h + 1);
+	e->leaders_.assign(hosts, UINT32_MAX);
+	for (std::size_t r = e->config_.hostOf.size(); r-- > 0;)
+		e->leaders_[e->config_.hostOf[r]] = static_cast<uint32_t>(r);
+	return e;
+}
+
+Engine::~Engine()
+{
+	stop();
+}
+
+int Engine::setPeers(std::span<const EndpointCard> cards)
+{
+	cards_.assign(cards.begin(), cards.end());
+	auto key = AuthKey::derive(std::span<const uint8_t>(cards_[0].secret, kSecretBytes));
+	/* Nobody needs the secret again: K is derived. */
+	for (EndpointCard &c : cards_)
+		std::memset(c.secret, 0, sizeof(c.secret));
+	if (!key)
+		return key.code();
+	key_ = std::make_unique<AuthKey>(std::move(key.value()));
+	jobHash_ = cards_[0].jobHash;
+	return RMA_SUCCESS;
+}
+
+std::string Engine::address() const
+{
+	return ipText(ipv4_, port_);
+}
+
+std::string Engine::serverBackend() const
+{
+	return backend_;
+}
+
+ParseContext Engine::parseContext(uint32_t peerHost) const
+{
+	ParseContext ctx;
+	ctx.phase = ConnPhase::Open;
+	ctx.maxBody = kMaxBody;
+	ctx.hostOfRank = config_.hostOf;
+	ctx.localHost = hostOf(config_.rank);
+	ctx.peerHost = peerHost;
+	ctx.findWindow = &Engine::findView;
+	ctx.windowCtx = this;
+	return ctx;
+}
+
+const WindowView *Engine::findView(const void *ctx, uint64_t id) noexcept
+{
+	/* The caller holds registry_. */
+	const auto *e = static_cast<const Engine *>(ctx);
+	auto it = e->windows_.find(id);
+	return it == e->windows_.end() ? nullptr : &it->second.service->view;
+}
+
+WindowService *Engine::findService(uint64_t id)
+{
+	auto it = windows_.find(id);
+	return it == windows_.end() ? nullptr : it->second.service;
+}
+
+int Engine::registerWindow(uint64_t id, WindowService *service, bool serves)
+{
+	{
+		std::lock_guard<std::mutex> g(registry_);
+		windows_[id] = Entry{ service };
+	}
+	if (serves && !serverUp_.load(std::memory_order_acquire))
+		return startServer();
+	return RMA_SUCCESS;
+}
+
+void Engine::unregisterWindow(uint64_t id)
+{
+	std::lock_guard<std::mutex> g(registry_);
+	windows_.erase(id);
+}
+
+Result<Link *> Engine::link(int server)
+{
+	if (auto it = links_.find(server); it != links_.end()) {
+		if (it->second->failed())
+			return Result<Link *>::failure(it->second->error());
+		return it->second.get();
+	}
+	const EndpointCard &c = cards_[static_cast<std::size_t>(server)];
+	const std::string where = ipText(c.ipv4, c.port);
+	UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+	if (!fd.isValid())
+		return Result<Link *>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "cannot make a socket to reach rank %d", server));
+	setNoDelay(fd.get());
+	sockaddr_in a{};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = c.ipv4;
+	a.sin_port = c.port;
+	if (connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0 && errno != EINPROGRESS)
+		return Result<Link *>::failure(makeErrnoError(RMA_ERR_PROC_FAILED, errno, "cannot connect to rank %d at %s", server,
+				      where.c_str()));
+	pollfd p{ fd.get(), POLLOUT, 0 };
+	int ready = ::poll(&p, 1, config_.timeoutMs);
+	int soError = 0;
+	socklen_t len = sizeof(soError);
+	if (ready <= 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soError, &len) < 0 || soError != 0)
+		return Result<Link *>::failure(makeErrnoError(RMA_ERR_PROC_FAILED, ready == 0 ? ETIMEDOUT : soError ? soError : errno,
+				      "cannot connect to rank %d at %s", server, where.c_str()));
+	const uint32_t myHost = hostOf(config_.rank);
+	ClientConfig cc;
+	cc.jobHash = jobHash_;
+	cc.worldSize = static_cast<uint32_t>(config_.hostOf.size());
+	cc.leader = leaderOf(myHost);
+	cc.rank = static_cast<uint32_t>(config_.rank);
+	cc.serverLeader = leaderOf(hostOf(server));
+	cc.peer = "rank " + std::to_string(server) + " at " + where;
+	auto peer = authenticateClient(fd.get(), *key_, cc);
+	if (!peer)
+		return Result<Link *>::failure(peer.code());
+	setNonBlocking(fd.get(), true);
+	auto l = std::make_unique<Link>(*this, server, std::move(fd), hostOf(server));
+	Link *out = l.get();
+	links_[server] = std::move(l);
+	return out;
+}
+
+int Engine::startServer()
+{
+	std::atomic<int> status{ 1 };
+	server_ = std::thread([this, &status] {
+		FrameHandler handler;
+		handler.ctx = this;
+		handler.onFrame = [](void *ctx, ConnId conn, std::span<const uint8_t> frame) noexcept {
+			auto *e = static_cast<Engine *>(ctx);
+			auto it = e->conns_.find(conn);
+			if (it == e->conns_.end() || !it->second.open)
+				return;
+			if (!it->second.parked.empty() || !e->handleRequest(conn, frame))
+				it->second.parked.emplace_back(frame.begin(), frame.end());
+		};
+		handler.onClosed = [](void *ctx, ConnId conn, int) noexcept {
+			static_cast<Engine *>(ctx)->conns_.erase(conn);
+		};
+		handler.pending = [](void *ctx) noexcept {
+			return static_cast<Engine *>(ctx)->incomingCount_.load(std::memory_order_acquire) != 0;
+		};
+		NetLoopConfig lc;
+		lc.policy = config_.policy;
+		auto loop = makeNetLoop(handler, lc);
+		if (!loop) {
+			status.store(loop.code());
+			status.notify_one();
+			return;
+		}
+		loopOwner_ = std::move(loop.value());
+		backend_ = loopOwner_->describe();
+		loop_.store(loopOwner_.get(), std::memory_order_release);
+		status.store(RMA_SUCCESS);
+		status.notify_one();
+		serveLoop();
+	});
+	status.wait(1);
+	if (int rc = status.load(); rc != RMA_SUCCESS) {
+		server_.join();
+		return rc;
+	}
+	serverUp_.store(true, std::memory_order_release);
+	acceptor_ = std::thread([this] { acceptLoop(); });
+	return RMA_SUCCESS;
+}
+
+void Engine::acceptLoop()
+{
+	NonceCache seen;
+	const uint32_t myHost = hostOf(config_.rank);
+	ServerAllow allow{ this, myHost };
+	while (!stopping_.load(std::memory_order_acquire)) {
+		sockaddr_in from{};
+		socklen_t len = sizeof(from);
+		UniqueFd fd(accept4(listener_.get(), reinterpret_cast<sockaddr *>(&from), &len, SOCK_CLOEXEC));
+		if (!fd.isValid()) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return; /* the listener was shut down (stop) */
+		}
+		setNoDelay(fd.get());
+		ServerConfig sc;
+		sc.jobHash = jobHash_;
+		sc.worldSize = static_cast<uint32_t>(config_.hostOf.size());
+		sc.leader = leaderOf(myHost);
+		sc.peer = ipText(from.sin_addr.s_addr, from.sin_port);
+		sc.seen = &seen;
+		sc.allowLeader = allowLeader;
+		sc.allowRank = allowRank;
+		sc.allowCtx = &allow;
+		auto peer = authenticateServer(fd.get(), *key_, sc);
+		if (!peer) {
+			/* Refused: an outsider, or a peer that lost its way. Say so; never let it near a window. */
+			std::fprintf(stderr, "librma: rank %d refused a connection: %s\n", config_.rank,
+				     errorMessage(peer.code()).c_str());
+			continue;
+		}
+		{
+			std::lock_guard<std::mutex> g(incomingLock_);
+			incoming_.emplace_back(std::move(fd), hostOf(static_cast<int>(peer.value().leader)));
+		}
+		incomingCount_.fetch_add(1, std::memory_order_release);
+		if (NetLoop *l = loop_.load(std::memory_order_acquire))
+			l->wake();
+	}
+}
+
+bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
+{
+	ServerConn &c = conns_[conn];
+	std::lock_guard<std::mutex> g(registry_);
+	ParsedFrame f;
+	ParseResult r = parse(frame, parseContext(c.peerHost), f);
+	/* Replies come from a rank of this host: the kinds that name no target are answered by this process. */
+	FrameHeader answer = f.header;
+	const auto kind = static_cast<FrameKind>(f.header.kind);
+	if (kind == FrameKind::LockAll || kind == FrameKind::UnlockAll || kind == FrameKind::Fence)
+		answer.target = static_cast<uint32_t>(config_.rank);
+	Replier reply(*loopOwner_, conn, answer);
+	switch (r.verdict) {
+	case Verdict::Ok:
+		if (WindowService *s = findService(f.header.window))
+			return s->onRequest(f, reply);
+		reply.nack(RMA_ERR_WIN, f.header.window);
+		return true;
+	case Verdict::Nack:
+		reply.nack(reasonClass(r.reason), static_cast<uint64_t>(r.a));
+		return true;
+	default:
+		std::fprintf(stderr, "librma: rank %d: dropping a connection from host %u: %s\n", config_.rank,
+			     c.peerHost, describe(r, f.header).c_str());
+		c.open = false;
+		return true;
+	}
+}
+
+void Engine::serveLoop()
+{
+	NetLoop &loop = *loopOwner_;
+	int64_t lastActive = nowNs();
+	const int64_t spinNs = int64_t{ config_.spinUs } * 1000;
+	while (!stopping_.load(std::memory_order_acquire)) {
+		if (incomingCount_.load(std::memory_order_acquire)) {
+			std::vector<std::pair<UniqueFd, uint32_t>> adopt;
+			{
+				std::lock_guard<std::mutex> g(incomingLock_);
+				adopt.swap(incoming_);
+				incomingCount_.store(0, std::memory_order_relaxed);
+			}
+			for (auto &[fd, host] : adopt) {
+				auto id = loop.addConnection(std::move(fd));
+				if (id)
+					conns_[id.value()] = ServerConn{ host, true, {} };
+			}
+		}
+		int events = loop.poll();
+		bool parked = false;
+		for (auto it = conns_.begin(); it != conns_.end();) {
+			ServerConn &c = it->second;
+			/* Parked requests, in order, until one still cannot be applied. */
+			std::size_t done = 0;
+			while (c.open && done < c.parked.size() && handleRequest(it->first, c.parked[done]))
+				++done;
+			if (done)
+				c.parked.erase(c.parked.begin(), c.parked.begin() + static_cast<std::ptrdiff_t>(done));
+			parked |= !c.parked.empty();
+			if (!c.open) {
+				loop.close(it->first);
+				it = conns_.erase(it);
+				continue;
+			}
+			++it;
+		}
+		const int64_t now = nowNs();
+		if (events > 0)
+			lastActive = now;
+		if (parked) {
+			/* A lock is held here: let its holder run, then look again. */
+			sched_yield();
+			continue;
+		}
+		if (now - lastActive > spinNs)
+			loop.wait(100'000'000);
+	}
+}
+
+void Engine::stop()
+{
+	if (stopping_.exchange(true))
+		return;
+	if (listener_.isValid())
+		shutdown(listener_.get(), SHUT_RDWR);
+	if (NetLoop *l = loop_.load(std::memory_order_acquire))
+		l->wake();
+	if (acceptor_.joinable())
+		acceptor_.join();
+	if (server_.joinable())
+		server_.join();
+	loop_.store(nullptr, std::memory_order_relaxed);
+	conns_.clear();
+	loopOwner_.reset();
+	links_.clear();
+	listener_.reset();
+}
+
+} /* namespace librma::net */

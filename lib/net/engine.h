@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The inter-host engine of one process (docs/design/inter-host.md §2, §10 G):
+ * where this process listens, the job's key, the authenticated connections
+ * it serves and those it opened, and the windows that span hosts. It moves
+ * frames, never windows: a window's frames go to its WindowService (lib/win),
+ * which applies them to memory and answers.
+ *
+ * Roles. Every process of a job that spans hosts has an engine (made by
+ * rma_init) with a listening TCP socket on the job's interface, published to
+ * the job in the init allgather together with the job secret (rank 0's).
+ *  - Server: an origin on another host connects to the process that serves
+ *    a window's targets on this host (the window's lowest rank here, which
+ *    maps every local member's memory). An acceptor thread authenticates
+ *    each connection (auth.h, 1 s per step) and hands it to the server
+ *    thread, which owns a NetLoop (io_uring, or epoll) and hands every
+ *    validated request (frame::parse against the window's view) to the
+ *    window's service. A request the service cannot apply yet (a lock that
+ *    is held) is parked with everything behind it on that connection and
+ *    retried on every pass: TCP order plus in-order application is the
+ *    stream order the ops rely on. The server thread starts with the first
+ *    window this process serves; it busy-polls while traffic flows
+ *    (RMA_NET_SPIN_US after the last frame), then parks in the loop.
+ *  - Origin: the process's own Link to each server it talks to, opened and
+ *    authenticated on first use, written with plain send() and read by
+ *    busy-polled recv(MSG_DONTWAIT) inside the calls that wait (flush,
+ *    unlock, fence, get completion): the origin needs no thread.
+ *
+ * Thread safety: start()/stop() and registerWindow()/unregisterWindow() are
+ * control path (serialized by the caller, RMA_THREAD_SERIALIZED). The
+ * server thread applies frames under the registry lock, so a window is
+ * never applied to after unregisterWindow() returns. Links belong to the
+ * application thread (origin side).
+ */
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "net/auth.h"
+#include "net/frame.h"
+#include "net/uring_loop.h"
+
+namespace librma::net {
+
+/* What each rank publishes at init (the allgather's record; rank 0's secret and hash are the job's). */
+struct EndpointCard {
+	uint32_t ipv4 = 0; /* network byte order; 0: this rank does not listen */
+	uint16_t port = 0; /* network byte order */
+	uint16_t reserved = 0;
+	uint64_t jobHash = 0;
+	uint8_t secret[kSecretBytes] = {};
+};
+
+/* Sends the answers to one request (the server thread's, during onRequest()). */
+class Replier
+{
+public:
+	Replier(NetLoop &loop, ConnId conn, const FrameHeader &request) : loop_(loop), conn_(conn), request_(request) {}
+	/* ACK of the request (its seq). */
+	void ack() noexcept;
+	/* NACK{errorClass, detail}. */
+	void nack(int errorClass, uint64_t detail) noexcept;
+	/* A reply of @kind (GET_REPLY, ACC_REPLY) with @data as its body; kLastChunk when @last. */
+	void data(FrameKind kind, std::span<const uint8_t> data, bool last) noexcept;
+
+private:
+	void send(FrameKind kind, uint16_t flags, std::span<const uint8_t> a, std::span<const uint8_t> b) noexcept;
+	NetLoop &loop_;
+	ConnId conn_;
+	FrameHeader request_;
+};
+
+/*
+ * A window that spans hosts, as the engine sees it: the view frame::parse
+ * checks requests against, and the code that applies them (lib/win).
+ */
+class WindowService
+{
+public:
+	virtual ~WindowService() = default;
+	/*
+	 * A validated request for a target on this host (server thread,
+	 * registry lock held). Answer through @reply. Return false, having
+	 * done nothing, to park it (retried in order on later passes).
+	 */
+	virtual bool onRequest(const ParsedFrame &frame, Replier &reply) noexcept = 0;
+	/* A validated reply for an origin in this process (application thread, inside Link::pump()). */
+	virtual void onReply(const ParsedFrame &frame) noexcept = 0;
+	/* Fill by the owner before registering; read by parse(). */
+	WindowView view;
+};
+
+class Engine;
+
+/*
+ * This process's connection to one server process (origin side). Owned by
+ * the engine; used by the application thread only.
+ */
+class Link
+{
+public:
+	Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost);
+	int server() const { return server_; }
+	/* Next request sequence number on this link (replies echo it). */
+	uint64_t nextSeq() { return ++seq_; }
+	/*
+	 * Write @bytes (whole frames) in full. Reads and dispatches replies
+	 * while the socket is full. RMA_ERR_PROC_FAILED once the connection is
+	 * lost (the message names the server and the error).
+	 */
+	int send(std::span<const uint8_t> bytes);
+	/*
+	 * Read what has arrived (never blocks) and hand each reply to its
+	 * window's service. Returns RMA_SUCCESS, or the connection's error
+	 * (it is then closed, and every later call returns it).
+	 */
+	int pump();
+	/* Whether the connection failed (error() is its code). */
+	bool failed() const { return error_ != 0; }
+	int error() const { return error_; }
+
+private:
+	[[gnu::cold]] int fail(int err, const char *what);
+	Engine &engine_;
+	int server_;
+	UniqueFd fd_;
+	uint32_t peerHost_;
+	uint64_t seq_ = 0;
+	int error_ = 0;
+	FrameAssembler assembler_{ kMaxBody };
+	std::vector<uint8_t> in_;
+};
+
+struct EngineConfig {
+	int rank = 0;
+	std::vector<uint32_t> hostOf; /* world rank -> host index */
+	/* RMA_NET_IF: an interface name, an IPv4 address or a CIDR; empty: the first non-loopback IPv4 address up. */
+	std::string interface;
+	int timeoutMs = 10000;  /* RMA_NET_TIMEOUT_MS: a reply that does not come in time fails the operation */
+	int spinUs = 200;       /* RMA_NET_SPIN_US: the server polls this long after its last frame */
+	UringPolicy policy = UringPolicy::Prefer;
+};
+
+class Engine
+{
+public:
+	/*
+	 * Listen on the configured interface (port chosen by the kernel) and
+	 * fill @card (with a fresh secret and job hash: only rank 0's are
+	 * used). RMA_ERR_ARG for an RMA_NET_IF that names nothing here;
+	 * RMA_ERR_INTERN when no socket can be made.
+	 */
+	static Result<std::unique_ptr<Engine>> listen(EngineConfig config, EndpointCard &card);
+	~Engine();
+
+	/* Every rank's card, in world order (after the init allgather). Derives the key. */
+	int setPeers(std::span<const EndpointCard> cards);
+
+	const EngineConfig &config() const { return config_; }
+	uint32_t hostOf(int worldRank) const { return config_.hostOf[static_cast<std::size_t>(worldRank)]; }
+	/* The smallest world rank on @host. */
+	uint32_t leaderOf(uint32_t host) const { return leaders_[host]; }
+	/* "10.77.0.1:41234": where this process listens. */
+	std::string address() const;
+	/* "io_uring: ..." or "poll: ..." once the server thread runs, else "". */
+	std::string serverBackend() const;
+
+	/*
+	 * A window that spans hosts: its frames go to @service from now on,
+	 * both requests (when @serves: start the server thread if needed) and
+	 * replies. @id is the same at every member and unique in the job.
+	 * RMA_ERR_INTERN if the server thread cannot start.
+	 */
+	int registerWindow(uint64_t id, WindowService *service, bool serves);
+	/* No frame reaches @id's service once this returns. */
+	void unregisterWindow(uint64_t id);
+
+	/*
+	 * The authenticated link to world rank @server's process, connecting
+	 * on first use (RMA_NET_TIMEOUT_MS for the connect). Errors:
+	 * RMA_ERR_PROC_FAILED (cannot connect, or the link is lost),
+	 * RMA_ERR_INTERN (authentication failed).
+	 */
+	Result<Link *> link(int server);
+
+	/* Control: stop the threads, close everything (rma_finalize). */
+	void stop();
+
+	/* For Link: the service of window @id, nullptr if none. */
+	WindowService *findService(uint64_t id);
+	/* For parse(): the view of window @id. */
+	static const WindowView *findView(const void *ctx, uint64_t id) noexcept;
+	ParseContext parseContext(uint32_t peerHost) const;
+
+private:
+	Engine() = default;
+	int startServer();
+	void acceptLoop();
+	void serveLoop();
+	/* Server thread: one request from @conn; false when it was parked. */
+	bool handleRequest(ConnId conn, std::span<const uint8_t> frame);
+
+	struct ServerConn {
+		uint32_t peerHost = 0;
+		bool open = true;
+		/* Parked frames of this connection (copies), applied in order. */
+		std::vector<std::vector<uint8_t>> parked;
+	};
+
+	EngineConfig config_;
+	std::vector<uint32_t> leaders_;
+	std::vector<EndpointCard> cards_;
+	std::unique_ptr<AuthKey> key_;
+	uint64_t jobHash_ = 0;
+	UniqueFd listener_;
+	uint32_t ipv4_ = 0;
+	uint16_t port_ = 0;
+
+	/* Windows (both roles). */
+	std::mutex registry_;
+	struct Entry {
+		WindowService *service;
+	};
+	std::map<uint64_t, Entry> windows_;
+
+	/* Server side. */
+	std::thread acceptor_;
+	std::thread server_;
+	std::atomic<bool> stopping_{ false };
+	std::atomic<bool> serverUp_{ false };
+	std::mutex incomingLock_;
+	std::vector<std::pair<UniqueFd, uint32_t>> incoming_; /* authenticated fds, peer host */
+	std::atomic<uint32_t> incomingCount_{ 0 };
+	/* The server thread's loop: made on that thread (its only submitter), destroyed by stop() after the join. */
+	std::unique_ptr<NetLoop> loopOwner_;
+	std::atomic<NetLoop *> loop_{ nullptr }; /* for wake() from the acceptor and stop() */
+	std::string backend_;
+	std::map<ConnId, ServerConn> conns_;
+
+	/* Origin side. */
+	std::map<int, std::unique_ptr<Link>> links_;
+};
+
+/* This process's engine, or nullptr (a job on one host, or not initialized). */
+Engine *engine();
+/* Install (init) or drop (finalize) it. */
+void setEngine(std::unique_ptr<Engine> e);
+
+} /* namespace librma::net */

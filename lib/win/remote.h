@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Windows that span hosts (docs/design/inter-host.md §3; increments G, H, J
+ * in part): what a Window keeps for its members on other hosts, and the
+ * service that applies other hosts' requests to the members on this one.
+ * Internal to lib/win (window.cpp, window_ops.cpp, sync.cpp use it).
+ *
+ * Layout: each host has its own control segment for the window (made by
+ * the window's lowest rank there; memfds never cross hosts). A target on
+ * another host has Reach::Remote. Its requests go to the process of the
+ * lowest window rank on its host (the window's *server* there, which maps
+ * every member of its host), in one ordered stream per (origin process,
+ * server process): the engine's Link. The server applies them in order with
+ * the same memory paths local origins use, so a target is truly passive.
+ *
+ * Origin side (application thread):
+ *  - put: PUT frames of at most 64 KiB, each carrying a piece of the target
+ *    type as runs; the data is the origin's, packed. Complete locally on
+ *    return (the bytes are in the socket), remotely at the next flush.
+ *  - get: GET frames of the same shape; each reply lands in the origin
+ *    buffer (or in a staging buffer, unpacked by the last reply). Complete
+ *    at the next flush (the replies come before the flush's ACK).
+ *  - flush(t) / flushAll: FLUSH on each stream with traffic since the last
+ *    ACK, then wait for the ACKs (TCP order: everything before is applied).
+ *  - lock(t): LOCK, wait for its ACK (granted); unlock: flush, UNLOCK, ACK.
+ *    lock_all: the local part as on one host, then LOCK_ALL to each other
+ *    host's server (which takes that host's global word for us).
+ *  - fence and free: flush every stream, then a barrier through the
+ *    bootstrap (every origin's operations are applied before anyone leaves).
+ * Server side (the engine's server thread): validated PUT, GET, FLUSH,
+ * LOCK, UNLOCK, LOCK_ALL, UNLOCK_ALL. A LOCK that cannot be granted is
+ * parked by the engine and retried.
+ * Not yet across hosts (RMA_ERR_NOT_SUPPORTED, naming the target): the
+ * accumulate family, PSCW, dynamic windows, allocate_shared.
+ */
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+#include "datatype/datatype.h"
+
+#include "config.h"
+
+/* The transport needs libcrypto (authentication) and liburing's headers (the engine). */
+#if defined(HAVE_LIBCRYPTO) && defined(HAVE_LIBURING)
+#define RMA_HAVE_NET 1
+#include "net/engine.h"
+#endif
+
+namespace librma {
+
+class Window;
+
+#ifdef RMA_HAVE_NET
+
+class RemoteWindow final : public net::WindowService
+{
+public:
+	/*
+	 * @hostOf: window rank -> host index; @serverOf: window rank -> the
+	 * world rank of its host's server. Registers with the engine.
+	 */
+	static Result<std::unique_ptr<RemoteWindow>> create(Window &win, uint64_t id, std::vector<uint32_t> hostOf,
+							    std::vector<int> serverOf);
+	~RemoteWindow() override;
+
+	/* Origin side. @offset: disp × disp_unit, checked against the target's size by the caller. */
+	int put(const char *call, int target, rma_aint offset, const void *origin, const Datatype &otype, int ocount,
+		const Datatype &ttype, int tcount, rma_count bytes);
+	int get(const char *call, int target, rma_aint offset, void *origin, const Datatype &otype, int ocount,
+		const Datatype &ttype, int tcount, rma_count bytes);
+	/* Remote completion of everything sent to @target's server (-1: every server). */
+	int flush(const char *call, int target);
+	int lock(const char *call, int target, bool exclusive);
+	int unlock(const char *call, int target, bool exclusive);
+	int lockAll(const char *call);
+	int unlockAll(const char *call);
+	/* Fence and free: flush every stream, then the bootstrap's barrier over the window. */
+	int barrier(const char *call);
+
+	/* Server side. */
+	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
+	/* Origin side: a reply on the link to world rank @server. */
+	void onReply(const net::ParsedFrame &frame) noexcept override;
+
+private:
+	RemoteWindow(Window &win, uint64_t id) : win_(win), id_(id) {}
+
+	struct PendingGet {
+		uint64_t seq;
+		std::byte *dest;     /* where this piece's bytes go */
+		std::size_t bytes;
+		std::shared_ptr<struct GetStaging> staging; /* non-contiguous origin: unpack after the last piece */
+	};
+	/* One ordered stream: this process to one server process. */
+	struct Stream {
+		int server = -1;       /* world rank */
+		net::Link *link = nullptr;
+		uint64_t sent = 0;     /* seq of the last request sent */
+		uint64_t flushed = 0;  /* seq of the last FLUSH (or other acked request) sent */
+		uint64_t acked = 0;    /* seq of the last ACK received */
+		std::deque<PendingGet> gets;
+		int error = 0;         /* a NACK or a lost link, reported at the next wait */
+	};
+	Result<Stream *> stream(const char *call, int target);
+	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
+	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq);
+	uint32_t worldTarget(int target) const { return static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(target)]); }
+	int waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout = false);
+	int flushStream(const char *call, Stream &s);
+	/* PUT or GET frames over the target type's blocks. */
+	int transfer(const char *call, bool put, int target, rma_aint offset, const std::byte *packed,
+		     const Datatype &ttype, int tcount, rma_count bytes, std::byte *getDest,
+		     const std::shared_ptr<struct GetStaging> &staging);
+
+	/* Server side. */
+	bool tryLock(int target, int origin, bool exclusive);
+	void releaseLock(int target, bool exclusive);
+	bool tryLockAll();
+
+	Window &win_;
+	uint64_t id_;
+	std::vector<uint32_t> hostOf_;
+	std::vector<int> serverOf_;
+	std::vector<int> worldOf_;
+	uint32_t myHost_ = 0;
+	std::vector<int32_t> rankInWindow_;
+	std::vector<net::TargetView> views_;
+	std::vector<std::unique_ptr<Stream>> streams_; /* by host */
+	std::vector<uint8_t> frame_;                   /* the origin's frame buffer */
+};
+
+#else
+
+/* Built without the inter-host transport: windows cannot span hosts. */
+class RemoteWindow
+{
+};
+
+#endif
+
+} /* namespace librma */
