@@ -1701,6 +1701,9 @@ int requestAccumulate(const char *call, AccArgs a, rma_win win, rma_request *req
 		uint64_t seq = 0;
 		a.queuedSeq = &seq;
 		RMA_TRY(w.accumulate(call, a));
+		/* Another host: complete it now (requests of remote operations do not track replies yet). */
+		if (w.isRemote(a.target)) [[unlikely]]
+			RMA_TRY(w.flush(call, a.target));
 		*request = makeRequest(win, a.target, seq);
 		return RMA_SUCCESS;
 	});

@@ -83,6 +83,7 @@
 #include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <climits>
@@ -725,8 +726,6 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 		RMA_TRY(checkTargetType(call, *td, a.tcount));
 	TargetView view;
 	RMA_TRY(checkTarget(call, a.target, a.disp, footprint(*td, a.tcount), view));
-	if (view.reach == Reach::Remote) [[unlikely]]
-		return remoteOnly(call, a.target, "the accumulate family");
 	if (bytes == 0)
 		return RMA_SUCCESS;
 	if (usesOrigin && badPointer(static_cast<const std::byte *>(a.origin) + od->trueLb)) [[unlikely]]
@@ -736,6 +735,14 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	pendingOps_ = true;
 	if (a.queuedSeq)
 		*a.queuedSeq = 0;
+#ifdef RMA_HAVE_NET
+	if (view.reach == Reach::Remote) [[unlikely]] {
+		/* Unequal counts send flush() and unlock() to the slow path, which completes it remotely. */
+		accIssued_[a.target] = accApplied_[a.target] + 1;
+		return remote_->accumulate(call, a.target, a.disp * static_cast<rma_aint>(targets_[a.target].dispUnit), op,
+					   elem, fetch, a.origin, od, a.ocount, a.result, rd, a.rcount, *td, a.tcount, bytes);
+	}
+#endif
 
 	if (accLocked_[a.target])
 		return lockedApply(call, a, view, op, elem, *td, od, rd, bytes);
@@ -1097,9 +1104,14 @@ int Window::compareAndSwapBody(const char *call, const void *origin, const void 
 	RMA_TRY(checkCompareAndSwapType(call, elem));
 	TargetView view;
 	RMA_TRY(checkTarget(call, target, disp, footprint(*d, 1), view));
-	if (view.reach == Reach::Remote) [[unlikely]]
-		return remoteOnly(call, target, "compare_and_swap");
 	pendingOps_ = true;
+#ifdef RMA_HAVE_NET
+	if (view.reach == Reach::Remote) [[unlikely]] {
+		accIssued_[target] = accApplied_[target] + 1;
+		return remote_->compareAndSwap(call, target, disp * static_cast<rma_aint>(targets_[target].dispUnit), elem,
+					       origin, compare, result);
+	}
+#endif
 	const uint32_t eb = elemBytes(elem);
 
 	if (accLocked_[target]) {
@@ -1140,6 +1152,123 @@ int Window::compareAndSwapBody(const char *call, const void *origin, const void 
 	if (queuedSeq)
 		*queuedSeq = accIssued_[target];
 	ringDoorbell(target);
+	return RMA_SUCCESS;
+}
+
+} /* namespace librma */
+
+namespace librma {
+
+/*
+ * The accumulate family for an origin on another host (win/remote.h), run
+ * by this host's server thread. It applies the operation as the ring's
+ * consumer would apply a record of it (applyByOrigin's rule): it takes
+ * target @t's consumer role, with @origin's identity (a rank of another
+ * host: no process here holds the role under it), applies the records
+ * queued before it, then the operation, with atomics unless the target is
+ * in plain mode; so it composes with local origin atomics and the ring.
+ * Targets without shared memory take the apply lock (path 3) instead.
+ * Never waits: @busy says the role or the lock is taken (retry later).
+ * @nodes: the target type as flat runs, @count copies @extent apart from
+ * byte @offset; @data the origin's values (CAS: origin then compare);
+ * @old receives the previous values (nullptr: no fetch).
+ */
+int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const TypeNode *nodes, size_t nnodes,
+			rma_aint extent, rma_count count, rma_aint offset, const std::byte *data, std::byte *old,
+			uint64_t bytes, bool &busy)
+{
+	busy = false;
+	const uint64_t me = static_cast<uint64_t>(origin) + 1;
+	const TargetView &tv = targets_[t];
+	const uint32_t eb = elemBytes(elem);
+	if (tv.reach == Reach::Direct && !accLocked_[t]) {
+		AccTargetLine &line = accLines_[t];
+		uint64_t holder = 0;
+		/* Acquire: as in drainRing(); the role is ours until the release below. */
+		if (line.consumer.load(std::memory_order_relaxed) != 0 ||
+		    !line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed)) {
+			busy = true;
+			return RMA_SUCCESS;
+		}
+		endExpiredLease(t);
+		while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
+		}
+		/* Relaxed: only holders of the role (us) write plainMode. */
+		const bool plain = plainApply_ || line.plainMode.load(std::memory_order_relaxed) != 0;
+		if (plain)
+			crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
+		if (cas) {
+			/* As applyRecord(): librma::compareAndSwap(elem, target, compare, origin, old). */
+			librma::compareAndSwap(elem, tv.base + offset, data + eb, data, old);
+		} else {
+			BlockCursor cursor(nodes, nnodes, extent, count);
+			applyAlong(cursor, tv.base + offset, op, elem, op == Op::NoOp ? nullptr : data, old, bytes, plain);
+		}
+		if (plain)
+			crossProcessRelease(&line.plainMode);
+		/* Release: pairs with the acquire of the next holder. */
+		line.consumer.store(0, std::memory_order_release);
+		return RMA_SUCCESS;
+	}
+	if (tv.reach != Reach::Process)
+		return makeError(RMA_ERR_NOT_SUPPORTED, "accumulate to a target of this kind from another host");
+
+	/* Path 3: the apply lock, then read, apply plainly, write back through cross-memory attach. */
+	std::atomic<uint64_t> &word = accLines_[t].applyLock;
+	uint64_t v = 0;
+	/* Acquire: pairs with the release in unlockApply(). */
+	if (word.load(std::memory_order_relaxed) != 0 ||
+	    !word.compare_exchange_strong(v, me, std::memory_order_acquire, std::memory_order_relaxed)) {
+		busy = true;
+		return RMA_SUCCESS;
+	}
+	std::vector<std::byte> cur(static_cast<size_t>(bytes));
+	std::vector<iovec> far;
+	BlockCursor cursor(nodes, nnodes, extent, count);
+	for (uint64_t left = bytes; left > 0 && !cursor.done();) {
+		rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
+		far.push_back({ reinterpret_cast<void *>(tv.remoteBase + static_cast<uint64_t>(offset + cursor.offset())),
+				static_cast<size_t>(step) });
+		left -= static_cast<uint64_t>(step);
+		cursor.advance(step);
+	}
+	auto move = [&](bool write) {
+		size_t at = 0;
+		for (const iovec &r : far) {
+			iovec l{ cur.data() + at, r.iov_len };
+			ssize_t n = write ? process_vm_writev(tv.pid, &l, 1, &r, 1, 0) : process_vm_readv(tv.pid, &l, 1, &r, 1, 0);
+			if (n != static_cast<ssize_t>(r.iov_len))
+				return n < 0 ? errno : EIO;
+			at += r.iov_len;
+		}
+		return 0;
+	};
+	int err = move(false);
+	if (!err) {
+		if (old)
+			std::memcpy(old, cur.data(), cur.size());
+		bool write = true;
+		if (cas) {
+			write = std::memcmp(cur.data(), data + eb, eb) == 0;
+			if (write)
+				std::memcpy(cur.data(), data, eb);
+		} else if (op == Op::NoOp) {
+			write = false;
+		} else if (isPairElem(elem)) {
+			const uint32_t vb = detail::kElemInfo[elem].valueBytes;
+			for (size_t off = 0; off + eb <= cur.size(); off += eb)
+				applyPairOp(op, elem, cur.data() + off, cur.data() + off + vb, data + off, nullptr);
+		} else {
+			applyOpPlain(op, elem, cur.data(), data, nullptr, cur.size() / eb);
+		}
+		if (write)
+			err = move(true);
+	}
+	unlockApply(t);
+	if (err)
+		return makeErrnoError(err == ESRCH ? RMA_ERR_PROC_FAILED : RMA_ERR_INTERN, err,
+				      "cross-memory access to process %d for another host's accumulate failed",
+				      static_cast<int>(tv.pid));
 	return RMA_SUCCESS;
 }
 

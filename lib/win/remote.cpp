@@ -179,14 +179,17 @@ int RemoteWindow::flushStream(const char *call, Stream &s)
 	return waitAck(call, s, seq);
 }
 
-int RemoteWindow::transfer(const char *call, bool put, int target, rma_aint offset, const std::byte *packed,
-			   const Datatype &ttype, int tcount, rma_count bytes, std::byte *getDest,
+int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, rma_aint offset, const std::byte *packed,
+			   const Datatype &ttype, int tcount, rma_count bytes, std::byte *dest,
 			   const std::shared_ptr<GetStaging> &staging)
 {
 	auto s = stream(call, target);
 	if (!s)
 		return s.code();
 	Stream &st = *s.value();
+	/* Data per frame: what fits beside the most runs a frame takes, in whole elements. */
+	const std::size_t cap =
+		(net::kMaxBody - kFixedOpBody - kRunsPerFrame * net::kWireRunBytes) / shape.elemBytes * shape.elemBytes;
 	BlockCursor cursor(ttype, tcount);
 	std::vector<uint8_t> body;
 	std::vector<net::WireRun> runs;
@@ -194,31 +197,28 @@ int RemoteWindow::transfer(const char *call, bool put, int target, rma_aint offs
 	while (done < bytes && !cursor.done()) {
 		runs.clear();
 		std::size_t data = 0;
-		int64_t hi = 0;
+		int64_t hi = INT64_MIN;
 		int64_t lo = INT64_MAX;
-		while (!cursor.done() && runs.size() < kRunsPerFrame && done + static_cast<rma_count>(data) < bytes) {
-			const std::size_t budget = net::kMaxBody - kFixedOpBody - (runs.size() + 1) * net::kWireRunBytes;
-			if (data >= budget)
-				break;
-			const std::size_t room = budget - data;
-			const rma_count len = std::min<rma_count>(cursor.left(), bytes - done - static_cast<rma_count>(data));
+		while (!cursor.done() && runs.size() < kRunsPerFrame && data < cap &&
+		       done + static_cast<rma_count>(data) < bytes) {
+			const rma_count room = std::min<rma_count>(static_cast<rma_count>(cap - data),
+								   bytes - done - static_cast<rma_count>(data));
+			const rma_count len = cursor.left();
 			net::WireRun run;
 			run.offset = cursor.offset();
-			if (static_cast<std::size_t>(len) <= room && len == cursor.left()) {
+			if (len <= room) {
+				/* Whole blocks, as many of the current run as fit. */
 				rma_aint stride = 0;
-				rma_count pieces = cursor.piecesOf(len, stride);
-				pieces = std::min<rma_count>(pieces, static_cast<rma_count>(room / static_cast<std::size_t>(len)));
-				pieces = std::min<rma_count>(pieces, (bytes - done - static_cast<rma_count>(data)) / len);
+				rma_count pieces = std::min<rma_count>(cursor.piecesOf(len, stride), room / len);
 				pieces = std::max<rma_count>(pieces, 1);
 				run.length = static_cast<uint64_t>(len);
 				run.repeat = static_cast<uint64_t>(pieces);
 				run.stride = pieces > 1 ? stride : 0;
 				cursor.skipPieces(pieces, len);
 			} else {
-				const rma_count take = std::min<rma_count>(len, static_cast<rma_count>(room));
-				run.length = static_cast<uint64_t>(take);
+				run.length = static_cast<uint64_t>(room);
 				run.repeat = 1;
-				cursor.advance(take);
+				cursor.advance(room);
 			}
 			const int64_t first = run.offset;
 			const int64_t last = run.offset + static_cast<int64_t>(run.repeat - 1) * run.stride;
@@ -227,17 +227,24 @@ int RemoteWindow::transfer(const char *call, bool put, int target, rma_aint offs
 			data += static_cast<std::size_t>(run.length * run.repeat);
 			runs.push_back(run);
 		}
+		if (data % shape.elemBytes != 0)
+			return makeError(RMA_ERR_NOT_SUPPORTED,
+					 "%s: target rank %d of window '%s' is on another host, and the target type splits its "
+					 "pair elements into more pieces than a frame carries",
+					 call, target, win_.name.c_str());
 		/* Offsets relative to the frame's displacement, which is the first byte it touches. */
 		const int64_t base = offset + lo;
 		net::WireType wt;
-		wt.basic = kByteElement;
+		wt.basic = shape.elem;
 		wt.nruns = static_cast<uint32_t>(runs.size());
 		wt.size = data;
 		wt.extent = hi - lo;
-		body.resize(kFixedOpBody + runs.size() * net::kWireRunBytes + (put ? data : 0));
+		const std::size_t head = kFixedOpBody + runs.size() * net::kWireRunBytes;
+		body.resize(head + (shape.sendsData ? data : 0));
 		net::OpBody ob;
 		ob.disp = static_cast<uint64_t>(base);
 		ob.count = 1;
+		ob.op = shape.op;
 		net::encodeOpBody(ob, body.data());
 		net::encodeWireType(wt, body.data() + net::kOpBodyBytes);
 		for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -245,15 +252,31 @@ int RemoteWindow::transfer(const char *call, bool put, int target, rma_aint offs
 			r.offset -= lo;
 			net::encodeWireRun(r, body.data() + kFixedOpBody + i * net::kWireRunBytes);
 		}
-		if (put)
-			std::memcpy(body.data() + kFixedOpBody + runs.size() * net::kWireRunBytes, packed + done, data);
+		if (shape.sendsData)
+			std::memcpy(body.data() + head, packed + done, data);
 		uint64_t seq = 0;
-		RMA_TRY(sendRequest(st, put ? FrameKind::Put : FrameKind::Get, worldTarget(target), body, seq));
-		if (!put)
-			st.gets.push_back(PendingGet{ seq, getDest + done, data, staging });
+		RMA_TRY(sendRequest(st, shape.kind, worldTarget(target), body, seq));
+		if (shape.fetches)
+			st.gets.push_back(PendingGet{ seq, dest + done, data, staging });
 		done += static_cast<rma_count>(data);
 	}
 	return RMA_SUCCESS;
+}
+
+/* Where fetched bytes land: the origin's buffer if contiguous, else a staging area unpacked at the end. */
+std::byte *RemoteWindow::fetchTarget(void *origin, const Datatype &type, int count, rma_count bytes,
+				     std::shared_ptr<GetStaging> &staging)
+{
+	if (type.isContiguous())
+		return static_cast<std::byte *>(origin);
+	staging = std::make_shared<GetStaging>();
+	staging->packed.resize(static_cast<std::size_t>(bytes));
+	staging->origin = origin;
+	staging->type = &type;
+	staging->keep = nullptr;
+	staging->count = count;
+	staging->left = static_cast<std::size_t>(bytes);
+	return staging->packed.data();
 }
 
 int RemoteWindow::put(const char *call, int target, rma_aint offset, const void *origin, const Datatype &otype,
@@ -266,24 +289,63 @@ int RemoteWindow::put(const char *call, int target, rma_aint offset, const void 
 		copyTyped(packed.data(), *predefinedDatatype(RMA_BYTE), bytes, src, otype, ocount, bytes);
 		src = packed.data();
 	}
-	return transfer(call, true, target, offset, src, ttype, tcount, bytes, nullptr, nullptr);
+	return transfer(call, OpShape{ FrameKind::Put, 0, kByteElement, 1, true, false }, target, offset, src, ttype, tcount,
+			bytes, nullptr, nullptr);
 }
 
 int RemoteWindow::get(const char *call, int target, rma_aint offset, void *origin, const Datatype &otype, int ocount,
 		      const Datatype &ttype, int tcount, rma_count bytes)
 {
 	std::shared_ptr<GetStaging> staging;
-	std::byte *dest = static_cast<std::byte *>(origin);
-	if (!otype.isContiguous()) {
-		staging = std::make_shared<GetStaging>();
-		staging->packed.resize(static_cast<std::size_t>(bytes));
-		staging->origin = origin;
-		staging->type = &otype;
-		staging->count = ocount;
-		staging->left = static_cast<std::size_t>(bytes);
-		dest = staging->packed.data();
+	std::byte *dest = fetchTarget(origin, otype, ocount, bytes, staging);
+	return transfer(call, OpShape{ FrameKind::Get, 0, kByteElement, 1, false, true }, target, offset, nullptr, ttype,
+			tcount, bytes, dest, staging);
+}
+
+int RemoteWindow::accumulate(const char *call, int target, rma_aint offset, Op op, uint8_t elem, bool fetch,
+			     const void *origin, const Datatype *otype, int ocount, void *result, const Datatype *rtype,
+			     int rcount, const Datatype &ttype, int tcount, rma_count bytes)
+{
+	const bool sends = op != Op::NoOp;
+	const auto *src = static_cast<const std::byte *>(origin);
+	std::vector<std::byte> packed;
+	if (sends && !otype->isContiguous()) {
+		packed.resize(static_cast<std::size_t>(bytes));
+		copyTyped(packed.data(), *predefinedDatatype(RMA_BYTE), bytes, src, *otype, ocount, bytes);
+		src = packed.data();
 	}
-	return transfer(call, false, target, offset, nullptr, ttype, tcount, bytes, dest, staging);
+	std::shared_ptr<GetStaging> staging;
+	std::byte *dest = fetch ? fetchTarget(result, *rtype, rcount, bytes, staging) : nullptr;
+	/* One predefined element to fetch: FETCH_AND_OP's frame (no runs). */
+	const FrameKind kind = !fetch ? FrameKind::Acc : FrameKind::GetAcc;
+	return transfer(call, OpShape{ kind, static_cast<uint16_t>(op), elem, elemBytes(elem), sends, fetch }, target,
+			offset, src, ttype, tcount, bytes, dest, staging);
+}
+
+int RemoteWindow::compareAndSwap(const char *call, int target, rma_aint offset, uint8_t elem, const void *origin,
+				 const void *compare, void *result)
+{
+	auto s = stream(call, target);
+	if (!s)
+		return s.code();
+	const uint32_t eb = elemBytes(elem);
+	uint8_t body[kFixedOpBody + 16];
+	net::OpBody ob;
+	ob.disp = static_cast<uint64_t>(offset);
+	ob.count = 1;
+	net::WireType wt;
+	wt.basic = elem;
+	wt.size = eb;
+	wt.extent = eb;
+	net::encodeOpBody(ob, body);
+	net::encodeWireType(wt, body + net::kOpBodyBytes);
+	std::memcpy(body + kFixedOpBody, origin, eb);
+	std::memcpy(body + kFixedOpBody + eb, compare, eb);
+	uint64_t seq = 0;
+	RMA_TRY(sendRequest(*s.value(), FrameKind::Cas, worldTarget(target),
+			    std::span<const uint8_t>(body, kFixedOpBody + 2 * eb), seq));
+	s.value()->gets.push_back(PendingGet{ seq, static_cast<std::byte *>(result), eb, nullptr });
+	return RMA_SUCCESS;
 }
 
 int RemoteWindow::flush(const char *call, int target)
@@ -397,7 +459,8 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		while (!s.gets.empty() && s.gets.front().seq <= f.header.seq)
 			s.gets.pop_front();
 		break;
-	case FrameKind::GetReply: {
+	case FrameKind::GetReply:
+	case FrameKind::AccReply: {
 		if (s.gets.empty() || s.gets.front().seq != f.header.seq || s.gets.front().bytes != f.data.size()) {
 			if (!s.error)
 				s.error = makeError(RMA_ERR_INTERN, "a GET_REPLY (seq %llu, %zu bytes) matches no pending get",
@@ -555,6 +618,41 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		}
 		return true;
 	}
+	case FrameKind::Acc:
+	case FrameKind::GetAcc:
+	case FrameKind::Fop:
+	case FrameKind::Cas: {
+		const auto kind = static_cast<FrameKind>(f.header.kind);
+		const bool fetch = kind != FrameKind::Acc;
+		const bool cas = kind == FrameKind::Cas;
+		const auto elem = static_cast<uint8_t>(f.type.basic);
+		const Op op = cas ? Op::Replace : static_cast<Op>(f.op.op);
+		/* The type as flat runs, the shape the consumer's cursor walks. */
+		std::vector<TypeNode> nodes;
+		if (f.type.nruns == 0) {
+			nodes.push_back(TypeNode{ 0, 0, 1, static_cast<rma_count>(f.type.size), 0, 0 });
+		} else {
+			for (uint32_t j = 0; j < f.type.nruns; ++j) {
+				net::WireRun r = net::decodeWireRun(f.runs.data() + std::size_t{ j } * net::kWireRunBytes);
+				nodes.push_back(TypeNode{ r.offset, r.repeat > 1 ? r.stride : 0, static_cast<rma_count>(r.repeat),
+							  static_cast<rma_count>(r.length), 0, 0 });
+			}
+		}
+		const uint64_t bytes = f.type.size * f.op.count;
+		std::vector<uint8_t> old(fetch ? bytes : 0);
+		bool busy = false;
+		int rc = win_.applyRemote(t, origin, cas, op, elem, nodes.data(), nodes.size(), f.type.extent,
+					  static_cast<rma_count>(f.op.count), static_cast<rma_aint>(f.op.disp),
+					  reinterpret_cast<const std::byte *>(f.data.data()),
+					  fetch ? reinterpret_cast<std::byte *>(old.data()) : nullptr, bytes, busy);
+		if (busy)
+			return false; /* the target's consumer role or apply lock is taken: parked, retried */
+		if (rc != RMA_SUCCESS)
+			reply.nack(errorClass(rc), 0);
+		else if (fetch)
+			reply.data(FrameKind::AccReply, old, true);
+		return true;
+	}
 	case FrameKind::Flush:
 		reply.ack();
 		return true;
@@ -580,7 +678,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		reply.ack();
 		return true;
 	default:
-		/* The accumulate family, PSCW and fence frames are not served across hosts yet. */
+		/* PSCW and fence frames are not served across hosts yet. */
 		reply.nack(RMA_ERR_NOT_SUPPORTED, f.header.kind);
 		return true;
 	}

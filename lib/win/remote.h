@@ -30,8 +30,11 @@
  * Server side (the engine's server thread): validated PUT, GET, FLUSH,
  * LOCK, UNLOCK, LOCK_ALL, UNLOCK_ALL. A LOCK that cannot be granted is
  * parked by the engine and retried.
- * Not yet across hosts (RMA_ERR_NOT_SUPPORTED, naming the target): the
- * accumulate family, PSCW, dynamic windows, allocate_shared.
+ * Accumulates: ACC / GET_ACC (fetch_and_op too) / CAS frames, applied by the
+ * server as the ring's consumer (Window::applyRemote); old values come back
+ * as ACC_REPLY before the flush's ACK.
+ * Not yet across hosts (RMA_ERR_NOT_SUPPORTED, naming the target): PSCW,
+ * dynamic windows, allocate_shared.
  */
 #pragma once
 
@@ -42,6 +45,7 @@
 
 #include "common/result.h"
 #include "datatype/datatype.h"
+#include "op/op.h"
 
 #include "config.h"
 
@@ -73,6 +77,19 @@ public:
 		const Datatype &ttype, int tcount, rma_count bytes);
 	int get(const char *call, int target, rma_aint offset, void *origin, const Datatype &otype, int ocount,
 		const Datatype &ttype, int tcount, rma_count bytes);
+	/*
+	 * The accumulate family (@fetch: get_accumulate and fetch_and_op,
+	 * whose old values reach @result at the next flush), and
+	 * compare_and_swap. Applied at the target host by its server as the
+	 * ring's consumer would apply them (Window::applyRemote), so they are
+	 * atomic with local origins' operations; ordered per origin and target
+	 * by the stream.
+	 */
+	int accumulate(const char *call, int target, rma_aint offset, Op op, uint8_t elem, bool fetch, const void *origin,
+		       const Datatype *otype, int ocount, void *result, const Datatype *rtype, int rcount,
+		       const Datatype &ttype, int tcount, rma_count bytes);
+	int compareAndSwap(const char *call, int target, rma_aint offset, uint8_t elem, const void *origin,
+			   const void *compare, void *result);
 	/* Remote completion of everything sent to @target's server (-1: every server). */
 	int flush(const char *call, int target);
 	int lock(const char *call, int target, bool exclusive);
@@ -112,10 +129,21 @@ private:
 	uint32_t worldTarget(int target) const { return static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(target)]); }
 	int waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout = false);
 	int flushStream(const char *call, Stream &s);
-	/* PUT or GET frames over the target type's blocks. */
-	int transfer(const char *call, bool put, int target, rma_aint offset, const std::byte *packed,
-		     const Datatype &ttype, int tcount, rma_count bytes, std::byte *getDest,
+	/* What kind of op frames transfer() makes. */
+	struct OpShape {
+		net::FrameKind kind;
+		uint16_t op;        /* Op, for the accumulate family */
+		uint32_t elem;      /* the element index (BYTE for put and get) */
+		uint32_t elemBytes; /* frames carry whole elements */
+		bool sendsData;     /* the origin's values travel */
+		bool fetches;       /* replies carry data to @dest */
+	};
+	/* Op frames over the target type's blocks, each at most 64 KiB. */
+	int transfer(const char *call, const OpShape &shape, int target, rma_aint offset, const std::byte *packed,
+		     const Datatype &ttype, int tcount, rma_count bytes, std::byte *dest,
 		     const std::shared_ptr<struct GetStaging> &staging);
+	std::byte *fetchTarget(void *origin, const Datatype &type, int count, rma_count bytes,
+			       std::shared_ptr<struct GetStaging> &staging);
 
 	/* Server side. */
 	bool tryLock(int target, int origin, bool exclusive);

@@ -555,6 +555,10 @@ private:
 	int applyByOrigin(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem,
 			  const Datatype &td, const Datatype *od, const Datatype *rd, rma_count bytes);
 	int lockApply(const char *call, int target);
+	/* An accumulate-family operation of an origin on another host (server thread; see accumulate.cpp). */
+	int applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const TypeNode *nodes, size_t nnodes,
+			rma_aint extent, rma_count count, rma_aint offset, const std::byte *data, std::byte *old,
+			uint64_t bytes, bool &busy);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);
 	void endExpiredLease(int target);
