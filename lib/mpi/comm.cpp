@@ -127,15 +127,8 @@ CommEntry *commEntry(MPI_Comm comm, int &rc)
 	PMPI_Group_free(&worldGroup);
 	e->inWorld = std::none_of(e->worldRanks.begin(), e->worldRanks.end(), [](int r) { return r == MPI_UNDEFINED; });
 
-	/* On this host iff the shared-memory split keeps everyone (collective over C). */
-	MPI_Comm node = MPI_COMM_NULL;
-	if (PMPI_Comm_split_type(e->dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
-	    node != MPI_COMM_NULL) {
-		int nodeSize = 0;
-		PMPI_Comm_size(node, &nodeSize);
-		e->onHost = nodeSize == size;
-		PMPI_Comm_free(&node);
-	}
+	/* From the world's host map (init), the same answer at every member: no collective. */
+	e->onHost = e->inWorld && onOneHost(e->worldRanks);
 	if (e->inWorld)
 		seedMembers(e->worldRanks, e->dup);
 

@@ -203,12 +203,8 @@ void initShim(int provided)
 		world[r] = r;
 	seedMembers(world, s.world);
 
-	/* Host id: the smallest world rank sharing memory with this process (its node comm's rank 0). */
-	PMPI_Comm_split_type(s.world, MPI_COMM_TYPE_SHARED, s.worldRank, MPI_INFO_NULL, &s.node);
-	int leader = s.worldRank;
-	PMPI_Bcast(&leader, 1, MPI_INT, 0, s.node);
-	s.hostOf.assign(s.worldSize, 0);
-	PMPI_Allgather(&leader, 1, MPI_INT, s.hostOf.data(), 1, MPI_INT, s.world);
+	/* The shim's own host map, not MPI_COMM_TYPE_SHARED's (MPICH's NOLOCAL hides the host there). */
+	mapHosts();
 
 	uint64_t jobId = 0;
 	if (s.worldRank == 0)

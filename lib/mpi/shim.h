@@ -91,8 +91,8 @@ struct Shim {
 	int worldRank = 0;
 	int worldSize = 1;
 	MPI_Comm world = MPI_COMM_NULL; /* PMPI_Comm_dup(MPI_COMM_WORLD) */
-	MPI_Comm node = MPI_COMM_NULL;	/* world split by shared memory */
-	std::vector<int> hostOf;	/* world rank -> host id (smallest world rank on its host) */
+	MPI_Comm node = MPI_COMM_NULL;	/* world split by host (mapHosts) */
+	std::vector<int> hostOf;	/* world rank -> host id (smallest world rank on its host, mapHosts) */
 	int commKeyval = MPI_KEYVAL_INVALID;
 	int typeKeyval = MPI_KEYVAL_INVALID;
 	int hookKeyval = MPI_KEYVAL_INVALID;
@@ -189,6 +189,17 @@ inline int rmaRank(int rank) noexcept
 
 /* MPI_MODE_* bits -> RMA_MODE_*; false if an unknown bit is set. */
 bool translateAssert(int mpiAssert, int &rmaAssert) noexcept;
+
+/* ---- hosts (host.cpp) ---- */
+/*
+ * Init, collective over the shim's world: allgather each process's host
+ * identity (host name, boot id, network and PID namespaces: what librma's
+ * processes need in common to share memory, whatever MPI_COMM_TYPE_SHARED
+ * says) into hostOf, and split the world by it into node.
+ */
+void mapHosts();
+/* Every process of @worldRanks is on this process's host (by hostOf); local, no collective. */
+bool onOneHost(const std::vector<int> &worldRanks);
 
 /* ---- communicators (comm.cpp) ---- */
 /* The keyval CommEntry hangs on (init). */

@@ -15,7 +15,8 @@
 #
 # Plain MPICH 4.0.2 runs with MPIR_CVAR_NOLOCAL=1 (it returns wrong RMA data
 # between ranks of one host otherwise, docs/design/mpi-dropin.md §6.4); runs
-# through rmampi never set it (it hides the host from the shim).
+# through rmampi do not set it (the README's figures were measured so; the
+# shim's host map no longer depends on it, lib/mpi/host.cpp).
 # Each run is limited to 30 s (MPIEXEC_TIMEOUT, mpirun --timeout).
 set -u
 [ $# -ge 3 ] || { sed -n 2,20p "$0" >&2; exit 2; }
