@@ -2,9 +2,10 @@
 /*
  * remote_rma (tests/programs/remote_rma.c) as a job: put and get of 8 bytes
  * and 1 MiB + 3 between every pair of ranks, derived datatypes on both
- * sides, exclusive locks as a mutex, shared locks, fence rounds,
- * flush_local and buffer reuse, local and remote targets in one epoch, then
- * win_free and finalize; each case with allocate and create windows.
+ * sides (vector, indexed, struct, subarray), exclusive locks as a mutex,
+ * shared locks, fence rounds, flush_local and buffer reuse, local and
+ * remote targets in one epoch, rput/rget, then win_free and finalize; each
+ * case with allocate and create windows.
  *
  * On one host (rmarun with 2 and 3 ranks, mpirun.openmpi through PMIx with
  * 3) every case must pass today. Across the namespace harness's simulated
@@ -52,11 +53,13 @@ const char *const kCases[] = { "windows",
 			       "get_1m",
 			       "dtype_put",
 			       "dtype_get",
+			       "dtype_struct_subarray",
 			       "lock_excl_counter",
 			       "lock_shared_get",
 			       "fence_rounds",
 			       "flush_local_reuse",
-			       "mixed_targets" };
+			       "mixed_targets",
+			       "rput_rget" };
 const char *const kFlavors[] = { "allocate", "create" };
 /* ... and then these, once. */
 const char *const kFinalCases[] = { "win_free", "finalize" };

@@ -21,7 +21,7 @@
  *
  * for each case below and FLAVOR allocate (rma_win_allocate) and create
  * (rma_win_create over malloc'd memory), then "case win_free ok" and
- * "case finalize ok". Case "windows" is the creation of the flavor's seven
+ * "case finalize ok". Case "windows" is the creation of the flavor's nine
  * windows (one per case below but put/get, which share one); the others
  * follow in the order below. On the first wrong result or failed call it prints
  *
@@ -47,6 +47,11 @@
  *  dtype_get          the mirror image (target types vector, origin types
  *                     indexed) under lock_all + flush_all, checked at the
  *                     origin, whose gaps must stay untouched.
+ *  dtype_struct_subarray  under a shared lock per target: a put of 50 x
+ *                     struct{int; double; char[3]}, packed (resized to 16)
+ *                     at the origin and in C layout (extent 24) at the
+ *                     target, and a get of 24 shorts from a 3-d C-order
+ *                     subarray into a 2-d Fortran-order one; disp_unit 8.
  *  lock_excl_counter  every rank, --iters times, for every target (itself
  *                     included): lock exclusive, get the target's counter,
  *                     flush, put counter + 1 and its own rank into the
@@ -66,6 +71,9 @@
  *  mixed_targets      one lock_all epoch with a put to and a get from every
  *                     rank, this one included, in one pass: on several hosts
  *                     local and remote targets share the epoch.
+ *  rput_rget          rma_rput and rma_rget to and from every other rank,
+ *                     one rma_waitall; rget data checked right after it,
+ *                     rput data at the targets after flush_all.
  * Windows stay allocated until every case of both flavors has run; then
  * win_free (each handle must become RMA_WIN_NULL) and rma_finalize.
  */
@@ -88,6 +96,7 @@
 #define FLUSH_LOCAL_PUTS 4
 #define SHARED_SIZE 4101
 #define MIXED_SIZE 5000
+#define REQUEST_SIZE 3001
 #define FENCE_ROUNDS 6
 #define FENCE_MAX 70000
 
@@ -414,19 +423,21 @@ static void layoutBlock(layout *l, size_t disp, size_t len)
 	}
 }
 
-/* The type's size and extent must agree with the hand-made layout. */
-static void layoutCheck(const layout *l, size_t expectBytes)
+/* The type's size, lower bound and extent must agree with the hand-made layout. */
+static void layoutCheck(const layout *l, size_t expectBytes, size_t expectExtent)
 {
 	rma_count size = 0, lb = -1, extent = 0;
 	CALL(rma_type_size_c(l->type, &size));
-	CALL(rma_type_get_true_extent_c(l->type, &lb, &extent));
-	if (l->nbytes != expectBytes || (size_t)size * (size_t)l->count != l->nbytes || lb != 0)
-		fail("layout %s: %zu bytes by hand, %lld x %d by rma_type_size, true lb %lld", l->name, l->nbytes,
-		     (long long)size, l->count, (long long)lb);
+	CALL(rma_type_get_extent_c(l->type, &lb, &extent));
+	if (l->nbytes != expectBytes || (size_t)size * (size_t)l->count != l->nbytes || lb != 0 ||
+	    (size_t)extent != expectExtent)
+		fail("layout %s: %zu bytes by hand, %lld x %d by rma_type_size; lb %lld, expected 0; extent %lld, "
+		     "expected %zu",
+		     l->name, l->nbytes, (long long)size, l->count, (long long)lb, (long long)extent, expectExtent);
 }
 
-static layout g_smallVec, g_smallIdx, g_bigVec, g_bigIdx;
-static rma_datatype g_types[5];
+static layout g_smallVec, g_smallIdx, g_bigVec, g_bigIdx, g_structPacked, g_structC, g_sub3d, g_sub2d;
+static rma_datatype g_types[10];
 
 #define SMALL_INTS 96
 
@@ -440,7 +451,7 @@ static void makeTypes(void)
 	for (int c = 0; c < 2; ++c)
 		for (int b = 0; b < 16; ++b)
 			layoutBlock(&g_smallVec, (size_t)(c * 78 + b * 5) * sizeof(int), 3 * sizeof(int));
-	layoutCheck(&g_smallVec, SMALL_INTS * sizeof(int));
+	layoutCheck(&g_smallVec, SMALL_INTS * sizeof(int), 78 * sizeof(int));
 
 	/* contiguous(2, indexed(lengths 1,2,4,8,16,17 at 0,3,7,13,25,45, INT)): extent 62 ints each. */
 	static const int lens[6] = { 1, 2, 4, 8, 16, 17 };
@@ -454,7 +465,7 @@ static void makeTypes(void)
 		for (int b = 0; b < 6; ++b)
 			layoutBlock(&g_smallIdx, (size_t)(c * 62 + disps[b]) * sizeof(int),
 				    (size_t)lens[b] * sizeof(int));
-	layoutCheck(&g_smallIdx, SMALL_INTS * sizeof(int));
+	layoutCheck(&g_smallIdx, SMALL_INTS * sizeof(int), 124 * sizeof(int));
 
 	/* vector(3000, 40, 64, BYTE): 120000 bytes in 3000 blocks. */
 	CALL(rma_type_vector(3000, 40, 64, RMA_BYTE, &bigVec));
@@ -462,7 +473,7 @@ static void makeTypes(void)
 	layoutInit(&g_bigVec, "vector(3000,40,64,BYTE)", bigVec, 1, 2999 * 64 + 40, 120000);
 	for (int b = 0; b < 3000; ++b)
 		layoutBlock(&g_bigVec, (size_t)b * 64, 40);
-	layoutCheck(&g_bigVec, 120000);
+	layoutCheck(&g_bigVec, 120000, 2999 * 64 + 40);
 
 	/* indexed_block(1500, 80, b*100 + (b%3)*5, BYTE): the same 120000 bytes in 1500 uneven gaps. */
 	int *bd = xmalloc(1500 * sizeof *bd);
@@ -473,7 +484,7 @@ static void makeTypes(void)
 	layoutInit(&g_bigIdx, "indexed_block(1500,80,...,BYTE)", bigIdx, 1, 1499 * 100 + 10 + 80, 120000);
 	for (int b = 0; b < 1500; ++b)
 		layoutBlock(&g_bigIdx, (size_t)bd[b], 80);
-	layoutCheck(&g_bigIdx, 120000);
+	layoutCheck(&g_bigIdx, 120000, 1499 * 100 + 10 + 80);
 	free(bd);
 
 	g_types[0] = vec;
@@ -481,6 +492,67 @@ static void makeTypes(void)
 	g_types[2] = tgt;
 	g_types[3] = bigVec;
 	g_types[4] = bigIdx;
+
+	/*
+	 * 50 x struct { int; double; char[3] }: packed at 0, 4, 12 and resized
+	 * to 16 bytes (origin of dtype_struct_subarray's put), and at the C
+	 * offsets 0, 8, 16 with the extent rounded up to 24 as C's sizeof
+	 * (its target).
+	 */
+	static const int structLens[3] = { 1, 1, 3 };
+	static const rma_datatype structTypes[3] = { RMA_INT, RMA_DOUBLE, RMA_CHAR };
+	static const rma_aint packedDisps[3] = { 0, 4, 12 }, cDisps[3] = { 0, 8, 16 };
+	rma_datatype packed0, packed, cStruct;
+	CALL(rma_type_create_struct(3, structLens, packedDisps, structTypes, &packed0));
+	CALL(rma_type_create_resized(packed0, 0, 16, &packed));
+	CALL(rma_type_commit(&packed));
+	layoutInit(&g_structPacked, "50 x resized(struct{INT@0,DOUBLE@4,CHARx3@12},16)", packed, 50, 49 * 16 + 15,
+		   50 * 15);
+	for (int c = 0; c < 50; ++c) {
+		layoutBlock(&g_structPacked, (size_t)c * 16, 4);
+		layoutBlock(&g_structPacked, (size_t)c * 16 + 4, 8);
+		layoutBlock(&g_structPacked, (size_t)c * 16 + 12, 3);
+	}
+	layoutCheck(&g_structPacked, 50 * 15, 16);
+	CALL(rma_type_create_struct(3, structLens, cDisps, structTypes, &cStruct));
+	CALL(rma_type_commit(&cStruct));
+	layoutInit(&g_structC, "50 x struct{INT@0,DOUBLE@8,CHARx3@16}", cStruct, 50, 49 * 24 + 19, 50 * 15);
+	for (int c = 0; c < 50; ++c) {
+		layoutBlock(&g_structC, (size_t)c * 24, 4);
+		layoutBlock(&g_structC, (size_t)c * 24 + 8, 8);
+		layoutBlock(&g_structC, (size_t)c * 24 + 16, 3);
+	}
+	layoutCheck(&g_structC, 50 * 15, 24);
+
+	/*
+	 * 24 SHORTs as a 2x3x4 block at (1,2,3) of a 6x7x8 C-order array (the
+	 * get's target), and as a 4x6 block at (2,1) of an 8x10 Fortran-order
+	 * array (its origin: first index fastest).
+	 */
+	static const int sizes3[3] = { 6, 7, 8 }, subs3[3] = { 2, 3, 4 }, starts3[3] = { 1, 2, 3 };
+	static const int sizes2[2] = { 8, 10 }, subs2[2] = { 4, 6 }, starts2[2] = { 2, 1 };
+	rma_datatype sub3d, sub2d;
+	CALL(rma_type_create_subarray(3, sizes3, subs3, starts3, RMA_ORDER_C, RMA_SHORT, &sub3d));
+	CALL(rma_type_commit(&sub3d));
+	layoutInit(&g_sub3d, "subarray(6x7x8 at 1,2,3 size 2x3x4, C, SHORT)", sub3d, 1, 6 * 7 * 8 * 2, 48);
+	for (int i = 1; i < 3; ++i)
+		for (int j = 2; j < 5; ++j)
+			for (int k = 3; k < 7; ++k)
+				layoutBlock(&g_sub3d, (size_t)((i * 7 + j) * 8 + k) * 2, 2);
+	layoutCheck(&g_sub3d, 48, 6 * 7 * 8 * 2);
+	CALL(rma_type_create_subarray(2, sizes2, subs2, starts2, RMA_ORDER_FORTRAN, RMA_SHORT, &sub2d));
+	CALL(rma_type_commit(&sub2d));
+	layoutInit(&g_sub2d, "subarray(8x10 at 2,1 size 4x6, Fortran, SHORT)", sub2d, 1, 8 * 10 * 2, 48);
+	for (int j = 1; j < 7; ++j)
+		for (int i = 2; i < 6; ++i)
+			layoutBlock(&g_sub2d, (size_t)(i + j * 8) * 2, 2);
+	layoutCheck(&g_sub2d, 48, 8 * 10 * 2);
+
+	g_types[5] = packed0;
+	g_types[6] = packed;
+	g_types[7] = cStruct;
+	g_types[8] = sub3d;
+	g_types[9] = sub2d;
 }
 
 /* Per origin, in every rank's dtype window: a small area, then a big one. disp_unit 4. */
@@ -609,6 +681,78 @@ static void caseDtypeGet(window *w, int round)
 	}
 	free(small);
 	free(big);
+	caseOk();
+	barrierWith(w);
+}
+
+/*
+ * Heterogeneous and multi-dimensional types. Per origin, in every rank's
+ * window (disp_unit 8): an area the origin puts 50 structs into (packed at
+ * the origin, C layout at the target), then one it gets a subarray from (a
+ * 3-d block at the target, a Fortran-order 2-d block at the origin). Both
+ * under a shared lock per target, in one epoch.
+ */
+static size_t structStride(void)
+{
+	return round64(g_structC.span + GUARD);
+}
+
+static size_t subStride(void)
+{
+	return round64(g_sub3d.span + GUARD);
+}
+
+static void caseDtypeStruct(window *w, int round)
+{
+	beginCase("dtype_struct_subarray");
+	const int n = g_size, me = g_rank;
+	const size_t ps = structStride(), gs = subStride(), region = ps + gs;
+	for (int o = 0; o < n; ++o) {
+		unsigned char *at = w->base + (size_t)o * region;
+		memset(at, SENT, region);
+		if (o != me)
+			place(at + ps, g_sub3d.span, &g_sub3d, o, me, round + 1, POISON);
+	}
+	unsigned char **src = calloc((size_t)n, sizeof *src), **dst = calloc((size_t)n, sizeof *dst);
+	barrierWith(w);
+
+	for (int j = 1; j < n; ++j) {
+		int t = (me + j) % n;
+		src[t] = xmalloc(g_structPacked.span);
+		dst[t] = xmalloc(g_sub2d.span);
+		place(src[t], g_structPacked.span, &g_structPacked, me, t, round, POISON);
+		memset(dst[t], SENT, g_sub2d.span);
+		rma_aint disp = (rma_aint)((size_t)me * region / 8);
+		CALL(rma_win_lock(RMA_LOCK_SHARED, t, 0, w->win));
+		CALL(rma_put(src[t], g_structPacked.count, g_structPacked.type, t, disp, g_structC.count,
+			     g_structC.type, w->win));
+		CALL(rma_get(dst[t], g_sub2d.count, g_sub2d.type, t, disp + (rma_aint)(ps / 8), g_sub3d.count,
+			     g_sub3d.type, w->win));
+		CALL(rma_win_unlock(t, w->win));
+	}
+	char what[128];
+	for (int j = 1; j < n; ++j) {
+		int t = (me + j) % n;
+		snprintf(what, sizeof what, "subarray got from rank %d", t);
+		checkPlaced(what, dst[t], g_sub2d.span, &g_sub2d, me, t, round + 1, SENT);
+	}
+	barrierWith(w);
+
+	for (int o = 0; o < n; ++o) {
+		const unsigned char *at = w->base + (size_t)o * region;
+		if (o == me) {
+			checkFill("own region, which no one writes", at, region, SENT);
+			continue;
+		}
+		snprintf(what, sizeof what, "structs put by rank %d", o);
+		checkPlaced(what, at, ps, &g_structC, o, me, round, SENT);
+	}
+	for (int t = 0; t < n; ++t) {
+		free(src[t]);
+		free(dst[t]);
+	}
+	free(src);
+	free(dst);
 	caseOk();
 	barrierWith(w);
 }
@@ -839,6 +983,75 @@ static void caseMixed(window *w, int round)
 	barrierWith(w);
 }
 
+/* ---- Request-based operations -------------------------------------------------- */
+
+/*
+ * rma_rput and rma_rget to and from every other rank under lock_all, all
+ * waited for at once: a completed rget's data is in the buffer without a
+ * flush; the rputs are complete at their targets after flush_all.
+ */
+static void caseRequests(window *w, int round)
+{
+	beginCase("rput_rget");
+	const int n = g_size, me = g_rank;
+	const size_t stride = round64(REQUEST_SIZE + GUARD), area = (size_t)n * stride;
+	memset(w->base, SENT, 2 * area);
+	for (int o = 0; o < n; ++o) {
+		if (o != me)
+			fillPattern(w->base + area + (size_t)o * stride, REQUEST_SIZE, o, me, round + 1);
+	}
+	unsigned char *src = xmalloc((size_t)n * REQUEST_SIZE), *dst = xmalloc((size_t)n * stride);
+	memset(dst, SENT, (size_t)n * stride);
+	for (int t = 0; t < n; ++t)
+		fillPattern(src + (size_t)t * REQUEST_SIZE, REQUEST_SIZE, me, t, round);
+	rma_request *requests = calloc(2 * (size_t)n, sizeof *requests);
+	int count = 0;
+	barrierWith(w);
+
+	CALL(rma_win_lock_all(0, w->win));
+	for (int j = 1; j < n; ++j) {
+		int t = (me + j) % n;
+		CALL(rma_rput(src + (size_t)t * REQUEST_SIZE, REQUEST_SIZE, RMA_BYTE, t,
+			      (rma_aint)((size_t)me * stride), REQUEST_SIZE, RMA_BYTE, w->win, &requests[count++]));
+		CALL(rma_rget(dst + (size_t)t * stride, REQUEST_SIZE, RMA_BYTE, t,
+			      (rma_aint)(area + (size_t)me * stride), REQUEST_SIZE, RMA_BYTE, w->win,
+			      &requests[count++]));
+	}
+	CALL(rma_waitall(count, requests, RMA_STATUSES_IGNORE));
+	for (int i = 0; i < count; ++i) {
+		if (requests[i] != RMA_REQUEST_NULL)
+			fail("request %d after rma_waitall: expected RMA_REQUEST_NULL, got a live handle", i);
+	}
+	char what[128];
+	for (int j = 1; j < n; ++j) {
+		int t = (me + j) % n;
+		snprintf(what, sizeof what, "data of the rget from rank %d, after rma_waitall", t);
+		checkPattern(what, dst + (size_t)t * stride, REQUEST_SIZE, me, t, round + 1);
+		snprintf(what, sizeof what, "origin buffer after the rget from rank %d", t);
+		checkFill(what, dst + (size_t)t * stride + REQUEST_SIZE, stride - REQUEST_SIZE, SENT);
+	}
+	CALL(rma_win_flush_all(w->win));
+	CALL(rma_win_unlock_all(w->win));
+	barrierWith(w);
+
+	for (int o = 0; o < n; ++o) {
+		const unsigned char *slot = w->base + (size_t)o * stride;
+		if (o == me) {
+			checkFill("own slot, which no one writes", slot, stride, SENT);
+			continue;
+		}
+		snprintf(what, sizeof what, "data of the rput from rank %d", o);
+		checkPattern(what, slot, REQUEST_SIZE, o, me, round);
+		snprintf(what, sizeof what, "guard bytes after the rput from rank %d", o);
+		checkFill(what, slot + REQUEST_SIZE, stride - REQUEST_SIZE, SENT);
+	}
+	free(src);
+	free(dst);
+	free(requests);
+	caseOk();
+	barrierWith(w);
+}
+
 /* ---- Set-up and the run ------------------------------------------------------ */
 
 /* "0,2,5" or "none" */
@@ -935,6 +1148,8 @@ int main(int argc, char **argv)
 		window *fence = makeWindow(2 * round64(FENCE_MAX + GUARD), 1);
 		window *flushLocal = makeWindow((size_t)n * FLUSH_LOCAL_PUTS * round64(FLUSH_LOCAL_SIZE + GUARD), 1);
 		window *mixed = makeWindow(2 * (size_t)n * round64(MIXED_SIZE + GUARD), 1);
+		window *structs = makeWindow((size_t)n * (structStride() + subStride()), 8);
+		window *requests = makeWindow(2 * (size_t)n * round64(REQUEST_SIZE + GUARD), 1);
 		caseOk();
 
 		casePut(xfer, 8, "put_8", base + 1);
@@ -943,11 +1158,13 @@ int main(int argc, char **argv)
 		caseGet(xfer, BIG, "get_1m", base + 4);
 		caseDtypePut(dtype, base + 5);
 		caseDtypeGet(dtype, base + 7);
+		caseDtypeStruct(structs, base + 40);
 		caseLockExclusive(locks);
 		caseLockShared(shared, base + 9);
 		caseFence(fence, base + 10);
 		caseFlushLocal(flushLocal, base + 20);
 		caseMixed(mixed, base + 30);
+		caseRequests(requests, base + 50);
 	}
 
 	snprintf(g_case, sizeof g_case, "win_free");
@@ -961,7 +1178,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof g_types / sizeof g_types[0]; ++i)
 		CALL(rma_type_free(&g_types[i]));
-	const layout *layouts[] = { &g_smallVec, &g_smallIdx, &g_bigVec, &g_bigIdx };
+	const layout *layouts[] = { &g_smallVec,     &g_smallIdx, &g_bigVec, &g_bigIdx,
+				    &g_structPacked, &g_structC,  &g_sub3d,  &g_sub2d };
 	for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; ++i) {
 		free(layouts[i]->pos);
 		free(layouts[i]->mask);
