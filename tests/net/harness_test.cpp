@@ -11,80 +11,24 @@
  * Skipped when not root, without PMIx, without mpirun.openmpi, or where
  * network namespaces cannot be made (the harness exits 77).
  */
-#include <signal.h>
-#include <unistd.h>
-
 #include <cstdlib>
-#include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "net/netns_fixture.h"
 #include "support/multiproc.h"
-
-#include "config.h"
 
 namespace librma {
 namespace {
 
 using test::CommandResult;
 using test::runCommand;
+using test::netns::countOf;
+using test::netns::NetnsFixture;
 
 constexpr int kRanksPerHost = 2;
-
-/*
- * The "trap ... INT TERM" of this test: when meson's timeout or ^C stops it
- * mid-run (SIGTERM/SIGINT to the test's process group, SIGKILL soon after),
- * a child in a session of its own runs `rma-netns down PREFIX`, so the
- * namespaces and the mpirun inside them go at once, not at the next run's
- * setup. Only async-signal-safe calls in the handler: the arguments are
- * prepared in armCleanup().
- */
-char gNetns[4096];
-char gPrefix[64];
-
-extern "C" void cleanupAndDie(int sig)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		setsid();
-		char down[] = "down";
-		char *argv[] = { gNetns, down, gPrefix, nullptr };
-		execv(gNetns, argv);
-		_exit(127);
-	}
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-void armCleanup(const std::string &netns, const std::string &prefix)
-{
-	if (netns.size() >= sizeof(gNetns) || prefix.size() >= sizeof(gPrefix))
-		return;
-	std::memcpy(gNetns, netns.c_str(), netns.size() + 1);
-	std::memcpy(gPrefix, prefix.c_str(), prefix.size() + 1);
-	struct sigaction action = {};
-	action.sa_handler = cleanupAndDie;
-	sigemptyset(&action.sa_mask);
-	sigaction(SIGTERM, &action, nullptr);
-	sigaction(SIGINT, &action, nullptr);
-}
-
-void disarmCleanup()
-{
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-}
-
-int countOf(const std::string &text, const std::string &needle)
-{
-	int n = 0;
-	for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-		++n;
-	return n;
-}
 
 /* Ascending ranks as the verbose line writes them: "0-1,4-5", "2-5", "3". */
 std::string rangesOf(const std::vector<int> &ranks)
@@ -102,107 +46,13 @@ std::string rangesOf(const std::vector<int> &ranks)
 	return text;
 }
 
-/*
- * The harness prefix of this build directory: stable across runs (so setup
- * removes what a killed run left), different between build directories and
- * worktrees (so parallel runs do not meet), ending in a letter as the
- * harness requires.
- */
-std::string prefixFor(const std::string &path)
-{
-	uint64_t hash = 0xcbf29ce484222325ull;
-	for (char c : path) {
-		hash ^= static_cast<unsigned char>(c);
-		hash *= 0x100000001b3ull;
-	}
-	return "rmt" + std::to_string(hash % 10000) + "h";
-}
-
-class HarnessFixture : public testing::Test
+/* The harness with harness_hello (RMA_HARNESS_HELLO) as its program: its path keys the prefix. */
+class HarnessFixture : public NetnsFixture
 {
 protected:
-	void SetUp() override
-	{
-#ifndef HAVE_PMIX
-		GTEST_SKIP() << "librma was built without PMIx (libpmix-dev)";
-#endif
-		const char *netns = std::getenv("RMA_NETNS");
-		const char *hello = std::getenv("RMA_HARNESS_HELLO");
-		if (!netns || !hello)
-			GTEST_SKIP() << "RMA_NETNS and RMA_HARNESS_HELLO name the harness and the program (meson test "
-					"sets them)";
-		if (geteuid() != 0)
-			GTEST_SKIP() << "network namespaces need root";
-		netns_ = netns;
-		hello_ = hello;
-		prefix_ = prefixFor(hello_);
-		const char *tmp = std::getenv("TMPDIR");
-		dir_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix_;
-		unsetenv("RMA_BOOT");
-		unsetenv("RMA_BOOT_FD");
-		/* A run killed before its TearDown left these: they are ours (same build directory). */
-		runCommand({ netns_, "down", prefix_ }, 60);
-		armCleanup(netns_, prefix_);
-	}
-
-	void TearDown() override
-	{
-		if (!prefix_.empty())
-			runCommand({ netns_, "down", prefix_ }, 60);
-		disarmCleanup();
-	}
-
-	/* rma-netns up: @hosts hosts, checked; skips the test where the harness cannot run. */
-	void bringUp(int hosts)
-	{
-		CommandResult up =
-			runCommand({ netns_, "up", "--hosts", std::to_string(hosts), "--prefix", prefix_ }, 60);
-		if (up.status == 77)
-			GTEST_SKIP() << up.err;
-		ASSERT_EQ(up.status, 0) << up.out << up.err;
-		EXPECT_NE(up.out.find("SUBNET=10.77."), std::string::npos) << up.out;
-		/* 3 hosts and more: one more namespace, the bridge's. */
-		EXPECT_EQ(ownNamespaces().size(), std::size_t(hosts >= 3 ? hosts + 1 : hosts));
-		EXPECT_EQ(access((dir_ + "/nsagent").c_str(), X_OK), 0) << dir_;
-		EXPECT_EQ(access((dir_ + "/hostfile").c_str(), R_OK), 0) << dir_;
-	}
+	const char *programVariable() const override { return "RMA_HARNESS_HELLO"; }
 
 	void runHello(int hosts, bool roundRobin);
-
-	/* rma-netns down, and nothing of ours is left. */
-	void takeDown()
-	{
-		CommandResult down = runCommand({ netns_, "down", prefix_ }, 60);
-		EXPECT_EQ(down.status, 0) << down.out << down.err;
-		EXPECT_TRUE(ownNamespaces().empty());
-		EXPECT_NE(access(dir_.c_str(), F_OK), 0) << dir_ << " is still there";
-	}
-
-	/* The namespaces of @prefix (ours by default) that exist: prefix<digits> and prefix"br". */
-	std::vector<std::string> ownNamespaces(std::string prefix = "")
-	{
-		if (prefix.empty())
-			prefix = prefix_;
-		CommandResult r = runCommand({ "ip", "netns", "list" }, 30);
-		EXPECT_EQ(r.status, 0) << r.err;
-		std::vector<std::string> own;
-		std::istringstream lines(r.out);
-		for (std::string line; std::getline(lines, line);) {
-			std::string name = line.substr(0, line.find(' '));
-			if (name.rfind(prefix, 0) != 0)
-				continue;
-			std::string rest = name.substr(prefix.size());
-			if (rest == "br" ||
-			    (!rest.empty() && rest.find_first_not_of("0123456789") == std::string::npos))
-				own.push_back(name);
-		}
-		return own;
-	}
-
-	std::string netns_;
-	std::string hello_;
-	std::string prefix_;
-	std::string dir_;
 };
 
 /*
@@ -218,11 +68,11 @@ void HarnessFixture::runHello(int hosts, bool roundRobin)
 	if (IsSkipped() || HasFatalFailure())
 		return;
 
-	std::vector<std::string> args = { netns_, "run", prefix_, "--", "-np", std::to_string(n) };
+	std::vector<std::string> args = { "-np", std::to_string(n) };
 	if (roundRobin)
 		args.insert(args.end(), { "--map-by", "node" });
-	args.insert(args.end(), { hello_, std::to_string(hosts) });
-	CommandResult run = runCommand(args, 150);
+	args.insert(args.end(), { program_, std::to_string(hosts) });
+	CommandResult run = this->run(args, 150);
 	EXPECT_EQ(run.status, 0) << "(124: mpirun ran out of time)\n" << run.out << run.err;
 	for (int r = 0; r < n; ++r) {
 		const int h = roundRobin ? r % hosts : r / kRanksPerHost;
@@ -278,8 +128,7 @@ TEST_P(HarnessHelloTest, RmaInitNamesTheSameHostsInItsVerboseLine)
 	if (IsSkipped() || HasFatalFailure())
 		return;
 
-	CommandResult run = runCommand(
-		{ netns_, "run", prefix_, "--", "-np", std::to_string(n), "-x", "RMA_VERBOSE=1", ring }, 150);
+	CommandResult run = this->run({ "-np", std::to_string(n), "-x", "RMA_VERBOSE=1", ring }, 150);
 	EXPECT_NE(run.status, 124) << "mpirun ran out of time\n" << run.out << run.err;
 	EXPECT_EQ(countOf(run.err, "rma_init failed"), 0) << run.err;
 	for (int r = 0; r < n; ++r) {
