@@ -1210,7 +1210,7 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 		line.consumer.store(0, std::memory_order_release);
 		return RMA_SUCCESS;
 	}
-	if (tv.reach != Reach::Process)
+	if (tv.reach != Reach::Process && tv.reach != Reach::Direct)
 		return makeError(RMA_ERR_NOT_SUPPORTED, "accumulate to a target of this kind from another host");
 
 	/* Path 3: the apply lock, then read, apply plainly, write back through cross-memory attach. */
@@ -1227,14 +1227,25 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	BlockCursor cursor(nodes, nnodes, extent, count);
 	for (uint64_t left = bytes; left > 0 && !cursor.done();) {
 		rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
-		far.push_back({ reinterpret_cast<void *>(tv.remoteBase + static_cast<uint64_t>(offset + cursor.offset())),
-				static_cast<size_t>(step) });
+		/* The server's own plain memory is Direct here (but still locked: the others reach it by attach). */
+		void *at = tv.reach == Reach::Direct
+				   ? static_cast<void *>(tv.base + offset + cursor.offset())
+				   : reinterpret_cast<void *>(tv.remoteBase + static_cast<uint64_t>(offset + cursor.offset()));
+		far.push_back({ at, static_cast<size_t>(step) });
 		left -= static_cast<uint64_t>(step);
 		cursor.advance(step);
 	}
 	auto move = [&](bool write) {
 		size_t at = 0;
 		for (const iovec &r : far) {
+			if (tv.reach == Reach::Direct) {
+				if (write)
+					std::memcpy(r.iov_base, cur.data() + at, r.iov_len);
+				else
+					std::memcpy(cur.data() + at, r.iov_base, r.iov_len);
+				at += r.iov_len;
+				continue;
+			}
 			iovec l{ cur.data() + at, r.iov_len };
 			ssize_t n = write ? process_vm_writev(tv.pid, &l, 1, &r, 1, 0) : process_vm_readv(tv.pid, &l, 1, &r, 1, 0);
 			if (n != static_cast<ssize_t>(r.iov_len))

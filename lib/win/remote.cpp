@@ -105,7 +105,7 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 	if (!s->link) {
 		auto link = net::engine()->link(s->server);
 		if (!link)
-			return Result<Stream *>::failure(makeError(link.code(), "%s: target rank %d of window '%s': %s", call,
+			return Result<Stream *>::failure(makeError(errorClass(link.code()), "%s: target rank %d of window '%s': %s", call,
 								   target, win_.name.c_str(), errorMessage(link.code()).c_str()));
 		s->link = link.value();
 	}
@@ -159,7 +159,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 		/* A refusal is reported once; a lost link stays lost. */
 		if (!s.link || !s.link->failed())
 			s.error = 0;
-		return makeError(rc, "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
 	}
 	return RMA_SUCCESS;
 }
@@ -429,7 +429,7 @@ int RemoteWindow::barrier(const char *call)
 	RMA_TRY(flush(call, -1));
 	int rc = win_.comm_->barrier();
 	if (rc != RMA_SUCCESS)
-		return makeError(rc, "%s: window '%s': the barrier across hosts failed: %s", call, win_.name.c_str(),
+		return makeError(errorClass(rc), "%s: window '%s': the barrier across hosts failed: %s", call, win_.name.c_str(),
 				 errorMessage(rc).c_str());
 	return RMA_SUCCESS;
 }

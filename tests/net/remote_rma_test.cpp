@@ -43,7 +43,7 @@ using test::netns::countOf;
 using test::netns::NetnsFixture;
 
 /* Flip when the transport lands (increments G-J): the cross-host runs then run unless RMA_TEST_REMOTE=0. */
-constexpr bool kRemoteByDefault = false;
+constexpr bool kRemoteByDefault = true;
 
 /* Every case remote_rma reports, in its order; each once per window flavor. */
 const char *const kCases[] = { "windows",
@@ -59,6 +59,7 @@ const char *const kCases[] = { "windows",
 			       "fence_rounds",
 			       "flush_local_reuse",
 			       "mixed_targets",
+			       "acc_atomic",
 			       "rput_rget" };
 const char *const kFlavors[] = { "allocate", "create" };
 /* ... and then these, once. */

@@ -1055,6 +1055,113 @@ static void caseRequests(window *w, int round)
 /* ---- Set-up and the run ------------------------------------------------------ */
 
 /* "0,2,5" or "none" */
+/* ---- the accumulate family: atomic across local and remote origins ---------- */
+
+#define ACC_INTS 5000
+
+/*
+ * Every rank, local and remote alike, hits one counter per target with
+ * fetch_and_op SUM (each fetched value must be unique: the counts before
+ * each increment), a CAS-loop increment of a second counter, and
+ * accumulate SUM of an int array (5000 ints: the ring or in-place path for
+ * local origins), then get_accumulate NO_OP reads the array back. Lost or
+ * torn updates show in the totals; non-atomic fetches in duplicate values.
+ */
+static void caseAccumulate(window *w)
+{
+	beginCase("acc_atomic");
+	const int n = g_size, me = g_rank, per = g_iters * 10;
+	/* Layout: [0] fop counter, [8] cas counter, [16..] ints, then n x per fetched values at the origin side. */
+	memset(w->base, 0, 16 + ACC_INTS * 4);
+	barrierWith(w);
+	int64_t *fetched = xmalloc((size_t)n * per * sizeof *fetched);
+	int *ones = xmalloc(ACC_INTS * sizeof *ones);
+	for (int i = 0; i < ACC_INTS; ++i)
+		ones[i] = i + 1 + me; /* rank-dependent values */
+	CALL(rma_win_lock_all(0, w->win));
+	for (int it = 0; it < per; ++it) {
+		for (int j = 0; j < n; ++j) {
+			int t = (me + j) % n;
+			int64_t one = 1;
+			CALL(rma_fetch_and_op(&one, &fetched[(size_t)t * per + it], RMA_INT64_T, t, 0, RMA_SUM, w->win));
+		}
+	}
+	CALL(rma_win_flush_all(w->win));
+	for (int t = 0; t < n; ++t) {
+		for (int it = 0; it < per; ++it) {
+			int64_t v = fetched[(size_t)t * per + it];
+			if (v < 0 || v >= (int64_t)n * per)
+				fail("fetch_and_op on rank %d returned %lld, expected 0..%d", t, (long long)v, n * per - 1);
+			for (int k = 0; k < it; ++k)
+				if (fetched[(size_t)t * per + k] == v)
+					fail("fetch_and_op on rank %d returned %lld twice (not atomic)", t, (long long)v);
+		}
+	}
+	for (int it = 0; it < g_iters; ++it) {
+		for (int j = 0; j < n; ++j) {
+			int t = (me + j) % n;
+			int64_t seen = 0, want, got;
+			/* Read, then CAS until our increment lands. */
+			CALL(rma_fetch_and_op(NULL, &seen, RMA_INT64_T, t, 8, RMA_NO_OP, w->win));
+			CALL(rma_win_flush(t, w->win));
+			for (int tries = 0;; ++tries) {
+				want = seen + 1;
+				CALL(rma_compare_and_swap(&want, &seen, &got, RMA_INT64_T, t, 8, w->win));
+				CALL(rma_win_flush(t, w->win));
+				if (got == seen)
+					break;
+				seen = got;
+				if (tries > 100000)
+					fail("compare_and_swap on rank %d never succeeded", t);
+			}
+			CALL(rma_accumulate(ones, ACC_INTS, RMA_INT, t, 16, ACC_INTS, RMA_INT, RMA_SUM, w->win));
+		}
+	}
+	CALL(rma_win_unlock_all(w->win));
+	barrierWith(w);
+	int64_t fop, cas;
+	memcpy(&fop, w->base, 8);
+	memcpy(&cas, w->base + 8, 8);
+	if (fop != (int64_t)n * per)
+		fail("fetch_and_op counter: expected %d, got %lld", n * per, (long long)fop);
+	if (cas != (int64_t)n * g_iters)
+		fail("compare_and_swap counter: expected %d, got %lld", n * g_iters, (long long)cas);
+	for (int i = 0; i < ACC_INTS; ++i) {
+		int32_t v;
+		memcpy(&v, w->base + 16 + 4 * (size_t)i, 4);
+		/* sum over ranks r of iters * (i + 1 + r) */
+		int64_t want = (int64_t)g_iters * ((int64_t)n * (i + 1) + (int64_t)n * (n - 1) / 2);
+		if (v != (int32_t)want)
+			fail("accumulate SUM element %d: expected %lld, got %d", i, (long long)want, v);
+	}
+	/* get_accumulate NO_OP reads the array of every rank; a strided result type on the way. */
+	rma_datatype every2;
+	CALL(rma_type_vector(ACC_INTS, 1, 2, RMA_INT, &every2));
+	CALL(rma_type_commit(&every2));
+	int *back = xmalloc(2 * ACC_INTS * sizeof *back);
+	CALL(rma_win_lock_all(0, w->win));
+	for (int t = 0; t < n; ++t) {
+		memset(back, 0xee, 2 * ACC_INTS * sizeof *back);
+		CALL(rma_get_accumulate(NULL, 0, RMA_INT, back, 1, every2, t, 16, ACC_INTS, RMA_INT, RMA_NO_OP, w->win));
+		CALL(rma_win_flush(t, w->win));
+		for (int i = 0; i < ACC_INTS; ++i) {
+			int64_t want = (int64_t)g_iters * ((int64_t)n * (i + 1) + (int64_t)n * (n - 1) / 2);
+			if (back[2 * i] != (int32_t)want)
+				fail("get_accumulate from rank %d element %d: expected %lld, got %d", t, i, (long long)want,
+				     back[2 * i]);
+			if (back[2 * i + 1] != (int)0xeeeeeeee)
+				fail("get_accumulate from rank %d wrote the gap after element %d", t, i);
+		}
+	}
+	CALL(rma_win_unlock_all(w->win));
+	CALL(rma_type_free(&every2));
+	free(back);
+	free(fetched);
+	free(ones);
+	caseOk();
+	barrierWith(w);
+}
+
 static void rankList(const int *ranks, int count, char *out, size_t len)
 {
 	size_t used = 0;
@@ -1150,6 +1257,7 @@ int main(int argc, char **argv)
 		window *mixed = makeWindow(2 * (size_t)n * round64(MIXED_SIZE + GUARD), 1);
 		window *structs = makeWindow((size_t)n * (structStride() + subStride()), 8);
 		window *requests = makeWindow(2 * (size_t)n * round64(REQUEST_SIZE + GUARD), 1);
+		window *acc = makeWindow(16 + ACC_INTS * 4, 1);
 		caseOk();
 
 		casePut(xfer, 8, "put_8", base + 1);
@@ -1165,6 +1273,7 @@ int main(int argc, char **argv)
 		caseFlushLocal(flushLocal, base + 20);
 		caseMixed(mixed, base + 30);
 		caseRequests(requests, base + 50);
+		caseAccumulate(acc);
 	}
 
 	snprintf(g_case, sizeof g_case, "win_free");
