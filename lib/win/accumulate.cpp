@@ -506,11 +506,12 @@ void Window::collectFetches(int t, uint64_t done)
 		replyUsed_ = 0;
 }
 
-int Window::completeAccumulates(const char *call, int t)
+int Window::completeAccumulates(const char *call, int t, bool remote)
 {
 	if (t < 0) {
 		for (int r = 0; r < size(); ++r)
-			RMA_TRY(completeAccumulates(call, r));
+			if (remote || targets_[r].reach != Reach::Remote)
+				RMA_TRY(completeAccumulates(call, r));
 		return RMA_SUCCESS;
 	}
 	const uint64_t want = accIssued_[t];

@@ -424,14 +424,54 @@ int RemoteWindow::unlockAll(const char *call)
 	return first;
 }
 
-int RemoteWindow::barrier(const char *call)
+int RemoteWindow::fence(const char *call, uint64_t epoch)
 {
-	RMA_TRY(flush(call, -1));
-	int rc = win_.comm_->barrier();
-	if (rc != RMA_SUCCESS)
-		return makeError(errorClass(rc), "%s: window '%s': the barrier across hosts failed: %s", call, win_.name.c_str(),
-				 errorMessage(rc).c_str());
+	/*
+	 * Our gets and fetches complete here: their replies first. Puts and
+	 * accumulates need no round trip: FENCE travels behind them on each
+	 * stream, and the server writes our barrier mirror only once it has
+	 * applied everything before it.
+	 */
+	for (auto &sp : streams_) {
+		if (!sp || !sp->link)
+			continue;
+		Stream &s = *sp;
+		for (SpinWait wait; !s.gets.empty() && !s.error; wait.once())
+			if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
+				s.error = rc;
+		if (s.error) {
+			int rc = s.error;
+			if (!s.link->failed())
+				s.error = 0;
+			return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(),
+					 errorMessage(rc).c_str());
+		}
+	}
+	uint8_t body[8];
+	net::le::store<uint64_t>(body, epoch);
+	for (int t = 0; t < win_.size(); ++t) {
+		/* One FENCE per other host: to its server (a member of it). */
+		if (hostOf_[static_cast<std::size_t>(t)] == myHost_ ||
+		    serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
+			continue;
+		auto s = stream(call, t);
+		if (!s)
+			return s.code();
+		uint64_t seq = 0;
+		RMA_TRY(sendRequest(*s.value(), FrameKind::Fence, 0, body, seq));
+		/* Everything sent so far is complete once the others have seen this FENCE. */
+		s.value()->acked = std::max(s.value()->acked, seq);
+	}
+	for (int t = 0; t < win_.size(); ++t)
+		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
+			win_.accApplied_[t] = win_.accIssued_[t];
 	return RMA_SUCCESS;
+}
+
+bool RemoteWindow::peerLost(int target) const
+{
+	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	return s && s->link && s->link->failed();
 }
 
 void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
@@ -656,6 +696,14 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	case FrameKind::Flush:
 		reply.ack();
 		return true;
+	case FrameKind::Fence: {
+		/* The origin's barrier word, mirrored on this host: everything it sent before is applied. */
+		std::atomic<uint64_t> &mirror = win_.slots_[origin].barrier;
+		if (mirror.load(std::memory_order_relaxed) < f.value)
+			/* Release: pairs with the acquire in Window::barrier() of this host's members. */
+			mirror.store(f.value, std::memory_order_release);
+		return true;
+	}
 	case FrameKind::Lock:
 		if (!tryLock(t, origin, f.word0 == RMA_LOCK_EXCLUSIVE))
 			return false;
@@ -678,7 +726,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		reply.ack();
 		return true;
 	default:
-		/* PSCW and fence frames are not served across hosts yet. */
+		/* PSCW frames are not served across hosts yet. */
 		reply.nack(RMA_ERR_NOT_SUPPORTED, f.header.kind);
 		return true;
 	}

@@ -25,8 +25,9 @@
  *  - lock(t): LOCK, wait for its ACK (granted); unlock: flush, UNLOCK, ACK.
  *    lock_all: the local part as on one host, then LOCK_ALL to each other
  *    host's server (which takes that host's global word for us).
- *  - fence and free: flush every stream, then a barrier through the
- *    bootstrap (every origin's operations are applied before anyone leaves).
+ *  - fence and free: FENCE{epoch} behind the operations on each stream; the
+ *    server mirrors the origin's barrier word on its host once everything
+ *    before it is applied; every member waits for every word as on one host.
  * Server side (the engine's server thread): validated PUT, GET, FLUSH,
  * LOCK, UNLOCK, LOCK_ALL, UNLOCK_ALL. A LOCK that cannot be granted is
  * parked by the engine and retried.
@@ -96,8 +97,16 @@ public:
 	int unlock(const char *call, int target, bool exclusive);
 	int lockAll(const char *call);
 	int unlockAll(const char *call);
-	/* Fence and free: flush every stream, then the bootstrap's barrier over the window. */
-	int barrier(const char *call);
+	/*
+	 * Fence and free (Window::barrier(), barrier number @epoch): wait for
+	 * the replies of our gets and fetches, then send FENCE{epoch} to each
+	 * other host's server, which mirrors our barrier word into its host's
+	 * control segment once it has applied everything we sent before it.
+	 * The caller then waits on every member's word as on one host.
+	 */
+	int fence(const char *call, uint64_t epoch);
+	/* Whether the link to @target's host is lost. */
+	bool peerLost(int target) const;
 
 	/* Server side. */
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;

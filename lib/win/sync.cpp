@@ -63,6 +63,11 @@ bool Window::peerDead(int peer) const
 {
 	if (runtime().bootstrap->dead(group()->worldRank(peer)))
 		return true;
+#ifdef RMA_HAVE_NET
+	/* Another host's pid means nothing here: its link is what tells. */
+	if (targets_[peer].reach == Reach::Remote)
+		return remote_ && remote_->peerLost(peer);
+#endif
 	return kill(targets_[peer].pid, 0) < 0 && errno == ESRCH;
 }
 

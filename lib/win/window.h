@@ -543,7 +543,8 @@ private:
 		return reinterpret_cast<std::atomic<uint64_t> *>(accDone_ + static_cast<size_t>(target) * accDoneRow_)[origin];
 	}
 	void collectFetches(int target, uint64_t done);
-	int completeAccumulates(const char *call, int target); /* -1: every target */
+	/* -1: every target; @remote false: not those on other hosts (fence completes them by its FENCE frames). */
+	int completeAccumulates(const char *call, int target, bool remote = true);
 	void ringDoorbell(int target);
 	int reserveReply(const char *call, size_t bytes, size_t &offset);
 	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const TypeNode *runs,

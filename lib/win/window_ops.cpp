@@ -391,12 +391,13 @@ int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_ai
  */
 int Window::barrier(const char *call)
 {
-#ifdef RMA_HAVE_NET
-	if (remote_)
-		return remote_->barrier(call);
-#endif
 	const int me = comm_->rank();
 	const uint64_t epoch = ++barriers_;
+#ifdef RMA_HAVE_NET
+	/* Members on other hosts: their servers mirror our word there, theirs here (remote.h). */
+	if (remote_)
+		RMA_TRY(remote_->fence(call, epoch));
+#endif
 	/*
 	 * Release: pairs with the acquire loads below in every peer. Publishes
 	 * every store this process made before the barrier: its puts into
@@ -435,7 +436,7 @@ int Window::fence(int assert)
 			return rc;
 		}
 	}
-	RMA_TRY(completeAccumulates("rma_win_fence", -1));
+	RMA_TRY(completeAccumulates("rma_win_fence", -1, false));
 	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));
 	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);
