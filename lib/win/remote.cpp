@@ -113,14 +113,14 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 }
 
 int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body,
-			      uint64_t &seq)
+			      uint64_t &seq, bool noOrigin)
 {
 	seq = s.link->nextSeq();
 	net::FrameHeader h;
 	h.kind = static_cast<uint16_t>(kind);
 	h.bodyLen = static_cast<uint32_t>(body.size());
 	h.window = id_;
-	h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
+	h.origin = noOrigin ? 0 : static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
 	h.target = targetWorld;
 	h.seq = seq;
 	uint8_t head[net::kHeaderBytes];
@@ -435,17 +435,7 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 	for (auto &sp : streams_) {
 		if (!sp || !sp->link)
 			continue;
-		Stream &s = *sp;
-		for (SpinWait wait; !s.gets.empty() && !s.error; wait.once())
-			if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
-				s.error = rc;
-		if (s.error) {
-			int rc = s.error;
-			if (!s.link->failed())
-				s.error = 0;
-			return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(),
-					 errorMessage(rc).c_str());
-		}
+		RMA_TRY(waitFetches(call, *sp));
 	}
 	uint8_t body[8];
 	net::le::store<uint64_t>(body, epoch);
@@ -465,6 +455,60 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 	for (int t = 0; t < win_.size(); ++t)
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
 			win_.accApplied_[t] = win_.accIssued_[t];
+	return RMA_SUCCESS;
+}
+
+int RemoteWindow::waitFetches(const char *call, Stream &s)
+{
+	for (SpinWait wait; !s.gets.empty() && !s.error; wait.once())
+		if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
+			s.error = rc;
+	if (s.error) {
+		int rc = s.error;
+		if (!s.link->failed())
+			s.error = 0;
+		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+	}
+	return RMA_SUCCESS;
+}
+
+int RemoteWindow::post(const char *call, const std::vector<int> &origins)
+{
+	/* One POST per other host, listing its origins (world ranks); its server counts the post for each. */
+	std::vector<std::vector<uint32_t>> byHost(streams_.size());
+	for (int o : origins)
+		byHost[hostOf_[static_cast<std::size_t>(o)]].push_back(worldTarget(o));
+	for (std::size_t h = 0; h < byHost.size(); ++h) {
+		if (byHost[h].empty())
+			continue;
+		auto s = stream(call, rankInWindow_[byHost[h][0]]);
+		if (!s)
+			return s.code();
+		std::vector<uint8_t> body(8 + 4 * byHost[h].size());
+		net::le::store<uint32_t>(body.data(), static_cast<uint32_t>(byHost[h].size()));
+		net::le::store<uint32_t>(body.data() + 4, 0);
+		for (std::size_t i = 0; i < byHost[h].size(); ++i)
+			net::le::store<uint32_t>(body.data() + 8 + 4 * i, byHost[h][i]);
+		/* POST names the poster as its target and no origin (frame.h). */
+		seqScratch_ = 0;
+		RMA_TRY(sendRequest(*s.value(), FrameKind::Post, worldTarget(win_.rank()), body, seqScratch_, true));
+	}
+	return RMA_SUCCESS;
+}
+
+int RemoteWindow::complete(const char *call, int target, uint64_t count)
+{
+	auto s = stream(call, target);
+	if (!s)
+		return s.code();
+	/* Our gets and fetches from it complete here; puts and accumulates are applied before COMPLETE. */
+	RMA_TRY(waitFetches(call, *s.value()));
+	uint8_t body[8];
+	net::le::store<uint64_t>(body, count);
+	uint64_t seq = 0;
+	RMA_TRY(sendRequest(*s.value(), FrameKind::Complete, worldTarget(target), body, seq));
+	s.value()->acked = std::max(s.value()->acked, seq);
+	win_.accApplied_[target] = win_.accIssued_[target];
 	return RMA_SUCCESS;
 }
 
@@ -696,6 +740,24 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	case FrameKind::Flush:
 		reply.ack();
 		return true;
+	case FrameKind::Post: {
+		/* Poster t (another host) exposes to the listed origins here: count a post for each, as t's post() would. */
+		const int poster = rankInWindow_[f.header.target];
+		for (uint32_t i = 0; i < f.word0; ++i) {
+			const int o = rankInWindow_[net::le::load<uint32_t>(f.data.data() + 4 * i)];
+			/* Release: pairs with the acquire in origin o's start(). */
+			std::atomic_ref<uint32_t>(win_.postedRow(o)[poster]).fetch_add(1, std::memory_order_release);
+		}
+		return true;
+	}
+	case FrameKind::Complete: {
+		/* Origin o's completes to target t so far (applied after everything o sent before). */
+		std::atomic_ref<uint32_t> counter(win_.completedRow(t)[origin]);
+		if (static_cast<int32_t>(static_cast<uint32_t>(f.value) - counter.load(std::memory_order_relaxed)) > 0)
+			/* Release: pairs with the acquire in target t's wait()/test(). */
+			counter.store(static_cast<uint32_t>(f.value), std::memory_order_release);
+		return true;
+	}
 	case FrameKind::Fence: {
 		/* The origin's barrier word, mirrored on this host: everything it sent before is applied. */
 		std::atomic<uint64_t> &mirror = win_.slots_[origin].barrier;
@@ -726,7 +788,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		reply.ack();
 		return true;
 	default:
-		/* PSCW frames are not served across hosts yet. */
+		/* ATTACH_QUERY: dynamic windows do not span hosts yet. */
 		reply.nack(RMA_ERR_NOT_SUPPORTED, f.header.kind);
 		return true;
 	}

@@ -34,8 +34,9 @@
  * Accumulates: ACC / GET_ACC (fetch_and_op too) / CAS frames, applied by the
  * server as the ring's consumer (Window::applyRemote); old values come back
  * as ACC_REPLY before the flush's ACK.
- * Not yet across hosts (RMA_ERR_NOT_SUPPORTED, naming the target): PSCW,
- * dynamic windows, allocate_shared.
+ * PSCW: POST and COMPLETE frames update the posted and completed rows of the
+ * peer's host (post(), complete() below).
+ * Not yet across hosts: dynamic windows, allocate_shared (errors at creation).
  */
 #pragma once
 
@@ -105,6 +106,16 @@ public:
 	 * The caller then waits on every member's word as on one host.
 	 */
 	int fence(const char *call, uint64_t epoch);
+	/*
+	 * PSCW: post() sends POST to each other host with origins in
+	 * @origins (window ranks there), whose server counts the post in its
+	 * host's posted row, where start() waits as on one host. complete()
+	 * waits for @target's fetch replies, then sends COMPLETE{@count} (our
+	 * completes to it so far) behind our operations; the server stores it
+	 * in its host's completed row, where wait()/test() look.
+	 */
+	int post(const char *call, const std::vector<int> &origins);
+	int complete(const char *call, int target, uint64_t count);
 	/* Whether the link to @target's host is lost. */
 	bool peerLost(int target) const;
 
@@ -134,7 +145,11 @@ private:
 	};
 	Result<Stream *> stream(const char *call, int target);
 	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
-	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq);
+	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq,
+			bool noOrigin = false);
+	/* Wait for the replies of the gets and fetches on @s. */
+	int waitFetches(const char *call, Stream &s);
+	uint64_t seqScratch_ = 0;
 	uint32_t worldTarget(int target) const { return static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(target)]); }
 	int waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout = false);
 	int flushStream(const char *call, Stream &s);

@@ -470,9 +470,6 @@ int Window::post(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, exposed_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
-	for (int o : members)
-		if (isRemote(o)) [[unlikely]]
-			return remoteOnly(kCall, o, "generalized active target (PSCW)");
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadAmong(kCall, &members));
 	fenceEpoch_ = false;
@@ -480,7 +477,21 @@ int Window::post(const Group &g, int assert)
 	/* Our local stores to the window must be visible to the origins we expose it to. */
 	completeLocally();
 	const int me = rank();
+#ifdef RMA_HAVE_NET
+	if (remote_) {
+		std::vector<int> far;
+		for (int o : members)
+			if (isRemote(o))
+				far.push_back(o);
+		if (!far.empty())
+			RMA_TRY(remote_->post(kCall, far));
+	}
+#endif
 	for (int o : members) {
+		if (isRemote(o)) {
+			++completesExpected_[o];
+			continue;
+		}
 		std::atomic_ref<uint32_t> counter(postedRow(o)[me]);
 		/* Release: pairs with the acquire in origin o's start(); publishes our window's contents. */
 		counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -499,9 +510,6 @@ int Window::start(const Group &g, int assert)
 	RMA_TRY(checkCanOpen(kCall, started_ || locksHeld_ || lockAll_));
 	std::vector<int> members;
 	RMA_TRY(translateGroup(kCall, g, members));
-	for (int t : members)
-		if (isRemote(t)) [[unlikely]]
-			return remoteOnly(kCall, t, "generalized active target (PSCW)");
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadAmong(kCall, &members));
 	const int me = rank();
@@ -545,10 +553,19 @@ int Window::complete()
 		}
 	}
 	for (int t : startGroup_)
-		RMA_TRY(completeAccumulates("rma_win_complete", t));
+		if (!isRemote(t))
+			RMA_TRY(completeAccumulates("rma_win_complete", t));
 	completeLocally();
 	const int me = rank();
 	for (int t : startGroup_) {
+#ifdef RMA_HAVE_NET
+		if (isRemote(t)) {
+			/* Our completes to t so far, counted here (t's row lives on its host). */
+			RMA_TRY(remote_->complete("rma_win_complete", t, ++completesSent_[t]));
+			access_[t] = 0;
+			continue;
+		}
+#endif
 		std::atomic_ref<uint32_t> counter(completedRow(t)[me]);
 		/* Release: pairs with the acquire in target t's wait()/test(); publishes our RMA stores. */
 		counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);

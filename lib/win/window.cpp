@@ -557,6 +557,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	locks_.assign(n, 0);
 	postsConsumed_.assign(n, 0);
 	completesExpected_.assign(n, 0);
+	completesSent_.assign(n, 0);
 
 	localBase_ = targets_[me].reach == Reach::Direct ? targets_[me].base : nullptr;
 	if (flavor_ == Flavor::Create)

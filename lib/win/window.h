@@ -658,6 +658,7 @@ private:
 	bool exposed_ = false;
 	std::vector<int> postGroup_;
 	std::vector<uint32_t> completesExpected_; /* per origin */
+	std::vector<uint32_t> completesSent_;     /* per target on another host: our completes to it */
 	/*
 	 * memcpy may switch to non-temporal stores for large copies, and
 	 * those are ordered only by an sfence; glibc never does so below

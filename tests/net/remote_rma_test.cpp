@@ -60,6 +60,7 @@ const char *const kCases[] = { "windows",
 			       "flush_local_reuse",
 			       "mixed_targets",
 			       "acc_atomic",
+			       "pscw",
 			       "rput_rget" };
 const char *const kFlavors[] = { "allocate", "create" };
 /* ... and then these, once. */

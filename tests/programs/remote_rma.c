@@ -1162,6 +1162,61 @@ static void caseAccumulate(window *w)
 	barrierWith(w);
 }
 
+/* ---- generalized active target (PSCW) across hosts -------------------------- */
+
+#define PSCW_ROUNDS 4
+#define PSCW_SIZE 1000
+
+/*
+ * Round k: every rank exposes its window to all ranks (post), opens an
+ * access epoch to all (start), puts PSCW_SIZE bytes into its slot at every
+ * rank and gets the slot of the rank after it, completes and waits; then it
+ * checks every slot of its own window. The pattern changes each round, so
+ * data that arrived before the matching post, or after wait, is caught.
+ */
+static void casePscw(window *w, int round0)
+{
+	beginCase("pscw");
+	const int n = g_size, me = g_rank;
+	const size_t slot = round64(PSCW_SIZE);
+	rma_group world, all;
+	CALL(rma_win_get_group(w->win, &world));
+	int *ranks = xmalloc((size_t)n * sizeof *ranks);
+	for (int r = 0; r < n; ++r)
+		ranks[r] = r;
+	CALL(rma_group_incl(world, n, ranks, &all));
+	unsigned char *src = xmalloc(PSCW_SIZE), *got = xmalloc(PSCW_SIZE);
+	for (int k = 0; k < PSCW_ROUNDS; ++k) {
+		const int round = round0 + k;
+		CALL(rma_win_post(all, 0, w->win));
+		CALL(rma_win_start(all, 0, w->win));
+		for (int t = 0; t < n; ++t) {
+			fillPattern(src, PSCW_SIZE, me, t, round);
+			CALL(rma_put(src, PSCW_SIZE, RMA_BYTE, t, (rma_aint)(me * slot), PSCW_SIZE, RMA_BYTE, w->win));
+		}
+		const int next = (me + 1) % n;
+		/* The slot of rank `next` in rank next's own window was last written in the previous round (or never). */
+		CALL(rma_win_complete(w->win));
+		CALL(rma_win_wait(w->win));
+		for (int o = 0; o < n; ++o)
+			checkPattern("pscw slot", w->base + (size_t)o * slot, PSCW_SIZE, o, me, round);
+		/* A second epoch in the same round: read back what this rank put at `next`. */
+		CALL(rma_win_post(all, RMA_MODE_NOPUT, w->win));
+		CALL(rma_win_start(all, 0, w->win));
+		CALL(rma_get(got, PSCW_SIZE, RMA_BYTE, next, (rma_aint)(me * slot), PSCW_SIZE, RMA_BYTE, w->win));
+		CALL(rma_win_complete(w->win));
+		checkPattern("pscw get", got, PSCW_SIZE, me, next, round);
+		CALL(rma_win_wait(w->win));
+	}
+	CALL(rma_group_free(&all));
+	CALL(rma_group_free(&world));
+	free(ranks);
+	free(src);
+	free(got);
+	caseOk();
+	barrierWith(w);
+}
+
 static void rankList(const int *ranks, int count, char *out, size_t len)
 {
 	size_t used = 0;
@@ -1258,6 +1313,7 @@ int main(int argc, char **argv)
 		window *structs = makeWindow((size_t)n * (structStride() + subStride()), 8);
 		window *requests = makeWindow(2 * (size_t)n * round64(REQUEST_SIZE + GUARD), 1);
 		window *acc = makeWindow(16 + ACC_INTS * 4, 1);
+		window *pscw = makeWindow((size_t)n * round64(PSCW_SIZE), 1);
 		caseOk();
 
 		casePut(xfer, 8, "put_8", base + 1);
@@ -1274,6 +1330,7 @@ int main(int argc, char **argv)
 		caseMixed(mixed, base + 30);
 		caseRequests(requests, base + 50);
 		caseAccumulate(acc);
+		casePscw(pscw, base + 60);
 	}
 
 	snprintf(g_case, sizeof g_case, "win_free");
