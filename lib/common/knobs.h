@@ -122,9 +122,9 @@ inline constexpr Knob kKnobs[] = {
 	  knobs::netUring },
 	{ "RMA_NET_IF", "an interface name, an IPv4 address or a CIDR (10.0.0.0/24)", "the first non-loopback IPv4 address up",
 	  "where a job that spans hosts listens for other hosts' operations (loopback only when named)", nullptr },
-	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "10000",
-	  "how long an origin waits for another host to answer a flush, get or unlock before the operation fails "
-	  "with RMA_ERR_PROC_FAILED",
+	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "3000",
+	  "how long an origin waits for another host to answer a flush, get or unlock, and how long a connection "
+	  "may stay silent (a dead host, a cut link), before the operations fail with RMA_ERR_PROC_FAILED",
 	  knobs::netTimeout },
 	{ "RMA_NET_SPIN_US", "a number of microseconds", "200",
 	  "how long a host's server thread busy-polls after its last frame before it parks (0: park at once)",

@@ -97,6 +97,24 @@ void setNoDelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * Liveness (docs/design/inter-host.md §7): a peer whose host died or whose
+ * link went down sends no RST, so the kernel probes an idle connection
+ * every second and gives up on it, idle or not, once @timeoutMs pass
+ * without an answer (TCP_USER_TIMEOUT also bounds the keepalive probes).
+ * The next recv() or send() then fails with ETIMEDOUT: RMA_ERR_PROC_FAILED.
+ */
+void setLiveness(int fd, int timeoutMs)
+{
+	int one = 1, idle = 1, interval = 1, count = std::max(1, timeoutMs / 1000);
+	unsigned int user = static_cast<unsigned int>(timeoutMs);
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+}
+
 void setNonBlocking(int fd, bool on)
 {
 	int flags = fcntl(fd, F_GETFL);
@@ -375,6 +393,7 @@ Result<Link *> Engine::link(int server)
 	if (!fd.isValid())
 		return Result<Link *>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "cannot make a socket to reach rank %d", server));
 	setNoDelay(fd.get());
+	setLiveness(fd.get(), config_.timeoutMs);
 	sockaddr_in a{};
 	a.sin_family = AF_INET;
 	a.sin_addr.s_addr = c.ipv4;
@@ -467,6 +486,7 @@ void Engine::acceptLoop()
 			return; /* the listener was shut down (stop) */
 		}
 		setNoDelay(fd.get());
+		setLiveness(fd.get(), config_.timeoutMs);
 		ServerConfig sc;
 		sc.jobHash = jobHash_;
 		sc.worldSize = static_cast<uint32_t>(config_.hostOf.size());

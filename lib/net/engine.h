@@ -146,7 +146,8 @@ struct EngineConfig {
 	std::vector<uint32_t> hostOf; /* world rank -> host index */
 	/* RMA_NET_IF: an interface name, an IPv4 address or a CIDR; empty: the first non-loopback IPv4 address up. */
 	std::string interface;
-	int timeoutMs = 10000;  /* RMA_NET_TIMEOUT_MS: a reply that does not come in time fails the operation */
+	/* RMA_NET_TIMEOUT_MS: a reply that does not come in time, or a peer silent that long, fails the operations. */
+	int timeoutMs = 3000;
 	int spinUs = 200;       /* RMA_NET_SPIN_US: the server polls this long after its last frame */
 	UringPolicy policy = UringPolicy::Prefer;
 };

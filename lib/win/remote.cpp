@@ -151,8 +151,8 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 			start = now;
 		else if (!noTimeout && now - start > timeoutMs)
 			s.error = makeError(RMA_ERR_PROC_FAILED,
-					    "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
-					    call, win_.name.c_str(), s.server, timeoutMs);
+					    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)", s.server,
+					    timeoutMs);
 	}
 	if (s.error) {
 		int rc = s.error;
@@ -512,10 +512,16 @@ int RemoteWindow::complete(const char *call, int target, uint64_t count)
 	return RMA_SUCCESS;
 }
 
-bool RemoteWindow::peerLost(int target) const
+bool RemoteWindow::peerLost(int target)
 {
-	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
-	return s && s->link && s->link->failed();
+	/* Called from the waits' liveness checks: look at the link (reaching it first if need be). */
+	auto s = stream("liveness check", target);
+	if (!s)
+		return errorClass(s.code()) == RMA_ERR_PROC_FAILED;
+	Stream &st = *s.value();
+	if (int rc = st.link->pump(); rc != RMA_SUCCESS && !st.error)
+		st.error = rc;
+	return st.link->failed();
 }
 
 void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept

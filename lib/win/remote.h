@@ -116,8 +116,8 @@ public:
 	 */
 	int post(const char *call, const std::vector<int> &origins);
 	int complete(const char *call, int target, uint64_t count);
-	/* Whether the link to @target's host is lost. */
-	bool peerLost(int target) const;
+	/* Whether the link to @target's host is lost (reads what arrived; connects if not yet connected). */
+	bool peerLost(int target);
 
 	/* Server side. */
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
