@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The inter-host engine (lib/net/engine.h) in one process over loopback:
+ * two engines play ranks 0 and 1 of a job on two "hosts". Checks that an
+ * authenticated origin's requests reach the window's service in order and
+ * its answers come back; that a connection without the job's key, or
+ * speaking garbage, never reaches a window; and that a malformed frame on
+ * an authenticated connection drops that connection only (the origin's
+ * link fails with RMA_ERR_PROC_FAILED, another link keeps working).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "error/error.h"
+#include "net/engine.h"
+#include "net/le.h"
+
+namespace librma::net {
+namespace {
+
+constexpr uint64_t kWindow = 77;
+constexpr uint64_t kTargetBytes = 4096;
+
+/* A window of two ranks (one per host) whose rank 1 keeps its memory in a vector. */
+class FakeWindow final : public WindowService
+{
+public:
+	FakeWindow()
+	{
+		view.rankInWindow = ranks_;
+		view.targets = targets_;
+	}
+	bool onRequest(const ParsedFrame &f, Replier &reply) noexcept override
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		switch (static_cast<FrameKind>(f.header.kind)) {
+		case FrameKind::Put:
+			std::memcpy(memory_.data() + f.op.disp, f.data.data(), f.data.size());
+			++puts_;
+			break;
+		case FrameKind::Flush:
+			reply.ack();
+			break;
+		default:
+			reply.nack(RMA_ERR_NOT_SUPPORTED, 0);
+			break;
+		}
+		return true;
+	}
+	void onReply(const ParsedFrame &f) noexcept override
+	{
+		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
+			acked_.store(f.header.seq);
+	}
+	int puts()
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		return puts_;
+	}
+	uint8_t at(std::size_t i)
+	{
+		std::lock_guard<std::mutex> g(lock_);
+		return memory_[i];
+	}
+	std::atomic<uint64_t> acked_{ 0 };
+
+private:
+	int32_t ranks_[2] = { 0, 1 };
+	TargetView targets_[2] = { { kTargetBytes, false, {} }, { kTargetBytes, false, {} } };
+	std::mutex lock_;
+	std::vector<uint8_t> memory_ = std::vector<uint8_t>(kTargetBytes);
+	int puts_ = 0;
+};
+
+std::vector<uint8_t> frame(FrameKind kind, uint64_t seq, std::span<const uint8_t> body, uint32_t origin = 0,
+			   uint32_t target = 1)
+{
+	FrameHeader h;
+	h.kind = static_cast<uint16_t>(kind);
+	h.bodyLen = static_cast<uint32_t>(body.size());
+	h.window = kWindow;
+	h.origin = origin;
+	h.target = target;
+	h.seq = seq;
+	std::vector<uint8_t> out(kHeaderBytes);
+	encodeHeader(h, out.data());
+	out.insert(out.end(), body.begin(), body.end());
+	return out;
+}
+
+/* A PUT of @bytes at byte @disp (a contiguous BYTE type). */
+std::vector<uint8_t> putFrame(uint64_t seq, uint64_t disp, std::span<const uint8_t> bytes)
+{
+	std::vector<uint8_t> body(kOpBodyBytes + kWireTypeBytes);
+	OpBody ob;
+	ob.disp = disp;
+	ob.count = 1;
+	encodeOpBody(ob, body.data());
+	WireType wt;
+	wt.basic = 4; /* BYTE */
+	wt.size = bytes.size();
+	wt.extent = static_cast<int64_t>(bytes.size());
+	encodeWireType(wt, body.data() + kOpBodyBytes);
+	body.insert(body.end(), bytes.begin(), bytes.end());
+	return frame(FrameKind::Put, seq, body);
+}
+
+class EngineTest : public testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		EngineConfig c;
+		c.hostOf = { 0, 1 };
+		c.interface = "127.0.0.1";
+		c.timeoutMs = 2000;
+		c.spinUs = 50;
+		EndpointCard cards[2];
+		for (int r = 0; r < 2; ++r) {
+			c.rank = r;
+			auto e = Engine::listen(c, cards[r]);
+			ASSERT_TRUE(e) << errorMessage(e.code());
+			engines_[r] = std::move(e.value());
+		}
+		for (auto &e : engines_)
+			ASSERT_EQ(e->setPeers(cards), RMA_SUCCESS);
+		ASSERT_EQ(engines_[1]->registerWindow(kWindow, &server_, true), RMA_SUCCESS);
+		ASSERT_EQ(engines_[0]->registerWindow(kWindow, &origin_, false), RMA_SUCCESS);
+		peer_ = cards[1];
+		jobHash_ = cards[0].jobHash; /* rank 0's: the job's */
+	}
+	void TearDown() override
+	{
+		for (auto &e : engines_)
+			if (e)
+				e->stop();
+	}
+	/* Pump @link until @done or 5 s pass. */
+	template<typename Done>
+	bool pumpUntil(Link &link, Done &&done)
+	{
+		auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+		while (!done() && std::chrono::steady_clock::now() < end) {
+			if (link.pump() != RMA_SUCCESS)
+				return done();
+			std::this_thread::yield();
+		}
+		return done();
+	}
+	/* A raw TCP connection to rank 1's listener. */
+	int rawConnect()
+	{
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = peer_.ipv4;
+		a.sin_port = peer_.port;
+		EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)), 0);
+		return fd;
+	}
+
+	std::unique_ptr<Engine> engines_[2];
+	FakeWindow server_, origin_;
+	EndpointCard peer_;
+	uint64_t jobHash_ = 0;
+};
+
+TEST_F(EngineTest, AuthenticatedRequestsAreAppliedInOrderAndAnswered)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	for (int i = 0; i < 100; ++i) {
+		uint8_t v = static_cast<uint8_t>(i);
+		ASSERT_EQ(l.send(putFrame(l.nextSeq(), 8, std::span(&v, 1))), RMA_SUCCESS);
+	}
+	const uint64_t flush = l.nextSeq();
+	ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+	/* The ACK came after all 100 puts, applied in order: the last one wins. */
+	EXPECT_EQ(server_.puts(), 100);
+	EXPECT_EQ(server_.at(8), 99);
+	EXPECT_FALSE(engines_[1]->serverBackend().empty());
+}
+
+TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
+{
+	/* Garbage instead of a HELLO. */
+	int fd = rawConnect();
+	const char junk[] = "GET / HTTP/1.0\r\n\r\n0123456789abcdef0123456789abcdef";
+	(void)!write(fd, junk, sizeof junk);
+	/* A well-formed PUT without any handshake. */
+	int fd2 = rawConnect();
+	uint8_t v = 9;
+	auto put = putFrame(1, 0, std::span(&v, 1));
+	(void)!write(fd2, put.data(), put.size());
+	/* The server closes both: read() returns 0 (or an error), never an answer. */
+	for (int s : { fd, fd2 }) {
+		char buf[64];
+		timeval tv{ 5, 0 };
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		EXPECT_LE(read(s, buf, sizeof buf), 0);
+		close(s);
+	}
+	EXPECT_EQ(server_.puts(), 0);
+	/* The listener still serves the job. */
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+}
+
+TEST_F(EngineTest, AnotherJobsKeyIsRefused)
+{
+	/* An engine of "another job": its own secret, the same addresses. */
+	EngineConfig c;
+	c.hostOf = { 0, 1 };
+	c.interface = "127.0.0.1";
+	c.timeoutMs = 2000;
+	c.rank = 0;
+	EndpointCard cards[2];
+	auto stranger = Engine::listen(c, cards[0]);
+	ASSERT_TRUE(stranger) << errorMessage(stranger.code());
+	cards[1] = peer_;
+	cards[1].jobHash = 0;
+	std::memset(cards[1].secret, 0, sizeof cards[1].secret);
+	/* Our job hash (so the HELLO passes that check), but not our key. */
+	cards[0].jobHash = jobHash_;
+	ASSERT_EQ(stranger.value()->setPeers(cards), RMA_SUCCESS);
+	auto link = stranger.value()->link(1);
+	ASSERT_FALSE(link);
+	EXPECT_EQ(errorClass(link.code()), RMA_ERR_INTERN) << errorMessage(link.code());
+	EXPECT_EQ(server_.puts(), 0);
+	stranger.value()->stop();
+}
+
+TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	/* A PUT whose footprint leaves the target: a NACK, not a write. */
+	uint8_t v = 1;
+	ASSERT_EQ(l.send(putFrame(l.nextSeq(), kTargetBytes, std::span(&v, 1))), RMA_SUCCESS);
+	/* A PUT claiming to come from a rank of the server's own host: the stream cannot be trusted. */
+	auto bad = putFrame(l.nextSeq(), 0, std::span(&v, 1));
+	le::store<uint32_t>(bad.data() + 16, 1); /* origin = rank 1 (the server's host) */
+	ASSERT_EQ(l.send(bad), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(l, [&] { return l.failed(); }));
+	int cls = errorClass(l.error());
+	EXPECT_EQ(cls, RMA_ERR_PROC_FAILED) << errorMessage(l.error());
+	EXPECT_EQ(server_.puts(), 0);
+}
+
+} /* namespace */
+} /* namespace librma::net */
