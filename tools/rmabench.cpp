@@ -418,7 +418,12 @@ int main(int argc, char **argv)
 	}
 	return runHere(argc, argv, args);
 #else
-	const bool underRmarun = std::getenv("RMA_BOOT_FD") != nullptr;
+	/*
+	 * Already a rank of a job: rmarun's, or a PMIx launcher's (mpirun, srun
+	 * --mpi=pmix: how rmabench runs across hosts, issue #14).
+	 */
+	const bool underRmarun = std::getenv("RMA_BOOT_FD") != nullptr ||
+				 (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK"));
 	if (isCompare || !lo.backend.empty()) {
 		if (underRmarun) {
 			std::fprintf(stderr, "rmabench: compare and --backend start their own jobs: run them without "

@@ -185,6 +185,8 @@ void printTable(FILE *out, const Run &run)
 	std::fprintf(out, "# host %s, %s, %s cpus online, kernel %s\n", run.get("host").c_str(), run.get("cpu").c_str(),
 		     run.get("cpus_online").c_str(), run.get("kernel").c_str());
 	std::fprintf(out, "# binding: %s\n", run.get("binding").c_str());
+	if (!run.get("transport").empty())
+		std::fprintf(out, "# transport: %s\n", run.get("transport").c_str());
 	std::fprintf(out, "# window: %s, datatype %s (%s), target memory: page size %s, NUMA node %s, placement %s, huge pages %s\n",
 		     run.get("flavor").c_str(), run.get("datatype").c_str(), run.get("elem").c_str(),
 		     run.get("page_size").c_str(), run.get("numa_node").c_str(), run.get("placement").c_str(),

@@ -393,6 +393,7 @@ struct RankFacts {
 	int node;
 	long pageSize;
 	char allowed[48];
+	char host[64]; /* gethostname(): ranks on one host share memory, the others talk TCP */
 };
 
 /* ---- The bench ------------------------------------------------------------- */
@@ -454,7 +455,8 @@ private:
 	Handle startGroup_ = 0, postGroup_ = 0;
 	Window win_;
 	Window doneWin_;
-	uint64_t *doneCount_ = nullptr; /* accessed through std::atomic_ref only */
+	uint64_t *doneCount_ = nullptr; /* accessed through std::atomic_ref only; nullptr when the job spans hosts */
+	bool oneHost_ = true;
 	Handle op_ = 0;
 	Elem elem_ = Elem::Byte;
 	PageBuffer originBuf_, resultBuf_, checkBuf_, compareBuf_, model_;
@@ -1104,7 +1106,8 @@ void Bench::finishPassive()
 		return;
 	if (origin_) {
 		/* Release: pairs with the acquire load below; publishes nothing but the count. */
-		std::atomic_ref<uint64_t>(*doneCount_).fetch_add(1, std::memory_order_release);
+		if (doneCount_)
+			std::atomic_ref<uint64_t>(*doneCount_).fetch_add(1, std::memory_order_release);
 	} else if (o_.busyTarget) {
 		const uint64_t want = origins_.size();
 		double rate = computeRate(0, [&] {
@@ -1225,7 +1228,9 @@ void Bench::sizelessTest()
 	finishPassive();
 	if (o_.test == Test::Fence) {
 		be::fence(1, w);
-		row.extra = rawBarrierMicros(iters);
+		/* The raw barrier is shared memory: one host only. */
+		if (oneHost_)
+			row.extra = rawBarrierMicros(iters);
 	}
 	if (rank_ == 0) {
 		double mean = 0;
@@ -1271,6 +1276,16 @@ void Bench::header(const std::vector<RankFacts> &facts, const WinReport &rep)
 		bind += one;
 	}
 	m.push_back({ "binding", bind });
+	/* How each measured pair is connected (issue #14: librma reaches other hosts over TCP). */
+	std::string transport;
+	for (int tgt : targets_.empty() ? std::vector<int>{ 1 % size_ } : targets_) {
+		const bool same = std::strcmp(facts[0].host, facts[tgt].host) == 0;
+		char one[192];
+		std::snprintf(one, sizeof(one), "%srank 0 -> %d: %s (%s -> %s)", transport.empty() ? "" : ", ", tgt,
+			      same ? "shared memory" : "tcp", facts[0].host, facts[tgt].host);
+		transport += one;
+	}
+	m.push_back({ "transport", transport });
 	/* The target's memory is what the operations touch. */
 	int t = targets_.empty() ? 0 : targets_[0];
 	m.push_back({ "page_size", facts[t].pageSize ? std::to_string(facts[t].pageSize) : "?" });
@@ -1310,14 +1325,32 @@ int Bench::run()
 	win_ = be::allocate(spec);
 	initWindow();
 
-	/* The flag passive origins raise when done, in memory every rank maps. */
-	WinSpec done;
-	done.flavor = Flavor::AllocateShared;
-	done.bytes = rank_ == 0 ? 64 : 0;
-	doneWin_ = be::allocate(done);
-	doneCount_ = static_cast<uint64_t *>(be::sharedBase(doneWin_, 0));
-	if (rank_ == 0)
-		std::atomic_ref<uint64_t>(*doneCount_).store(0, std::memory_order_relaxed); /* published by the barrier below */
+	/* Whether every rank runs on this host (else some pairs go over TCP, and nothing is shared by all). */
+	{
+		char host[64] = {};
+		gethostname(host, sizeof(host) - 1);
+		std::vector<char> hosts(static_cast<size_t>(size_) * sizeof(host));
+		be::allgather(host, sizeof(host), hosts.data());
+		for (int r = 0; r < size_; ++r)
+			oneHost_ = oneHost_ && std::strncmp(host, hosts.data() + static_cast<size_t>(r) * sizeof(host),
+							    sizeof(host)) == 0;
+	}
+	if (!oneHost_ && passive_ && o_.busyTarget) {
+		if (rank_ == 0)
+			std::fprintf(stderr, "rmabench: --busy-target needs every rank on the target's host (its done "
+					     "flag is shared memory); this job spans hosts\n");
+		return 2;
+	}
+	/* The flag passive origins raise when done, in memory every rank maps (one host only: nobody reads it otherwise). */
+	if (oneHost_) {
+		WinSpec done;
+		done.flavor = Flavor::AllocateShared;
+		done.bytes = rank_ == 0 ? 64 : 0;
+		doneWin_ = be::allocate(done);
+		doneCount_ = static_cast<uint64_t *>(be::sharedBase(doneWin_, 0));
+		if (rank_ == 0)
+			std::atomic_ref<uint64_t>(*doneCount_).store(0, std::memory_order_relaxed); /* published by the barrier below */
+	}
 	static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
 
 	size_t fp = footprintFor(o_.shape, elem_, static_cast<size_t>(o_.maxSize));
@@ -1337,6 +1370,7 @@ int Bench::run()
 	CPU_ZERO(&set);
 	sched_getaffinity(0, sizeof(set), &set);
 	std::snprintf(mine.allowed, sizeof(mine.allowed), "%s", cpuList(set).c_str());
+	gethostname(mine.host, sizeof(mine.host) - 1);
 	std::vector<RankFacts> facts(size_);
 	be::allgather(&mine, sizeof(mine), facts.data());
 	WinReport rep = be::report(win_);
@@ -1411,7 +1445,8 @@ int Bench::run()
 	run_.what = what;
 	run_.unit = o_.test == Test::Bandwidth || o_.test == Test::Bibw ? "MB/s" : o_.test == Test::Rate ? "Mops/s" : "us";
 
-	be::free(doneWin_);
+	if (oneHost_)
+		be::free(doneWin_);
 	be::free(win_);
 	if (startGroup_)
 		be::freeGroup(startGroup_);
