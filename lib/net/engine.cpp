@@ -232,6 +232,30 @@ int Link::send(std::span<const uint8_t> bytes)
 	return RMA_SUCCESS;
 }
 
+int Link::queue(std::span<const uint8_t> head, std::span<const uint8_t> body)
+{
+	if (error_)
+		return error_;
+	/* A large frame goes straight out behind what is queued (no copy into the batch). */
+	if (head.size() + body.size() >= kBatchBytes) {
+		RMA_TRY(push());
+		RMA_TRY(send(head));
+		return send(body);
+	}
+	out_.insert(out_.end(), head.begin(), head.end());
+	out_.insert(out_.end(), body.begin(), body.end());
+	return out_.size() >= kBatchBytes ? push() : RMA_SUCCESS;
+}
+
+int Link::push()
+{
+	if (out_.empty())
+		return error_;
+	int rc = send(out_);
+	out_.clear();
+	return rc;
+}
+
 int Link::pump()
 {
 	if (error_)

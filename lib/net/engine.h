@@ -120,6 +120,15 @@ public:
 	 */
 	int send(std::span<const uint8_t> bytes);
 	/*
+	 * Batching (design §8: a put and its flush leave in one send()): queue
+	 * one frame, @head then @body, behind the frames queued before; they
+	 * leave together once kBatchBytes are queued or at push(). Callers
+	 * push() before they wait for an answer. Errors as send().
+	 */
+	int queue(std::span<const uint8_t> head, std::span<const uint8_t> body);
+	int push();
+	static constexpr std::size_t kBatchBytes = 16 << 10;
+	/*
 	 * Read what has arrived (never blocks) and hand each reply to its
 	 * window's service. Returns RMA_SUCCESS, or the connection's error
 	 * (it is then closed, and every later call returns it).
@@ -139,6 +148,7 @@ private:
 	int error_ = 0;
 	FrameAssembler assembler_{ kMaxBody };
 	std::vector<uint8_t> in_;
+	std::vector<uint8_t> out_; /* queued frames */
 };
 
 struct EngineConfig {

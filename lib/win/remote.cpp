@@ -125,10 +125,9 @@ int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, s
 	h.seq = seq;
 	uint8_t head[net::kHeaderBytes];
 	net::encodeHeader(h, head);
-	frame_.assign(head, head + sizeof(head));
-	frame_.insert(frame_.end(), body.begin(), body.end());
 	s.sent = seq;
-	if (int rc = s.link->send(frame_); rc != RMA_SUCCESS) {
+	/* Queued: it leaves with the next frames, at the latest when this process waits for an answer. */
+	if (int rc = s.link->queue(head, body); rc != RMA_SUCCESS) {
 		s.error = rc;
 		return rc;
 	}
@@ -139,6 +138,8 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 {
 	const int timeoutMs = net::engine()->config().timeoutMs;
 	int64_t start = 0;
+	if (int rc = s.link->push(); rc != RMA_SUCCESS && !s.error)
+		s.error = rc;
 	for (SpinWait wait; s.acked < seq && !s.error; wait.once()) {
 		if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
 			s.error = rc;
@@ -451,6 +452,8 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 		RMA_TRY(sendRequest(*s.value(), FrameKind::Fence, 0, body, seq));
 		/* Everything sent so far is complete once the others have seen this FENCE. */
 		s.value()->acked = std::max(s.value()->acked, seq);
+		/* The others wait for it: out now. */
+		RMA_TRY(s.value()->link->push());
 	}
 	for (int t = 0; t < win_.size(); ++t)
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
@@ -460,6 +463,8 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 
 int RemoteWindow::waitFetches(const char *call, Stream &s)
 {
+	if (int rc = s.link->push(); rc != RMA_SUCCESS && !s.error)
+		s.error = rc;
 	for (SpinWait wait; !s.gets.empty() && !s.error; wait.once())
 		if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
 			s.error = rc;
@@ -492,6 +497,8 @@ int RemoteWindow::post(const char *call, const std::vector<int> &origins)
 		/* POST names the poster as its target and no origin (frame.h). */
 		seqScratch_ = 0;
 		RMA_TRY(sendRequest(*s.value(), FrameKind::Post, worldTarget(win_.rank()), body, seqScratch_, true));
+		/* The origins wait for it in start(): out now. */
+		RMA_TRY(s.value()->link->push());
 	}
 	return RMA_SUCCESS;
 }
@@ -508,6 +515,8 @@ int RemoteWindow::complete(const char *call, int target, uint64_t count)
 	uint64_t seq = 0;
 	RMA_TRY(sendRequest(*s.value(), FrameKind::Complete, worldTarget(target), body, seq));
 	s.value()->acked = std::max(s.value()->acked, seq);
+	/* The target waits for it in wait(): out now. */
+	RMA_TRY(s.value()->link->push());
 	win_.accApplied_[target] = win_.accIssued_[target];
 	return RMA_SUCCESS;
 }

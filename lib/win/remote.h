@@ -183,7 +183,6 @@ private:
 	std::vector<int32_t> rankInWindow_;
 	std::vector<net::TargetView> views_;
 	std::vector<std::unique_ptr<Stream>> streams_; /* by host */
-	std::vector<uint8_t> frame_;                   /* the origin's frame buffer */
 };
 
 #else
