@@ -1211,7 +1211,29 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 		line.consumer.store(0, std::memory_order_release);
 		return RMA_SUCCESS;
 	}
-	if (tv.reach != Reach::Process && tv.reach != Reach::Direct)
+	/* Where the elements are: mapped here (Direct), or in the target process (cross-memory attach). */
+	Reach reach = tv.reach;
+	std::byte *direct = tv.base;
+	uint64_t remote = tv.remoteBase;
+	if (reach == Reach::Dynamic) {
+		/* @offset is an address: it must lie in the target's attached regions (never mapped from this thread). */
+		BlockCursor span(nodes, nnodes, extent, count);
+		rma_aint lo = INT64_MAX, hi = INT64_MIN;
+		for (uint64_t left = bytes; left > 0 && !span.done();) {
+			rma_count step = std::min<rma_count>(span.left(), static_cast<rma_count>(left));
+			lo = std::min(lo, span.offset());
+			hi = std::max(hi, span.offset() + step);
+			left -= static_cast<uint64_t>(step);
+			span.advance(step);
+		}
+		TargetView v;
+		if (lo < hi)
+			RMA_TRY(resolveDynamic("another host's accumulate", t, offset + lo, Footprint{ 0, hi - lo }, v, false));
+		reach = t == rank() ? Reach::Direct : Reach::Process;
+		direct = nullptr;
+		remote = 0;
+	}
+	if (reach != Reach::Process && reach != Reach::Direct)
 		return makeError(RMA_ERR_NOT_SUPPORTED, "accumulate to a target of this kind from another host");
 
 	/* Path 3: the apply lock, then read, apply plainly, write back through cross-memory attach. */
@@ -1229,9 +1251,10 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	for (uint64_t left = bytes; left > 0 && !cursor.done();) {
 		rma_count step = std::min<rma_count>(cursor.left(), static_cast<rma_count>(left));
 		/* The server's own plain memory is Direct here (but still locked: the others reach it by attach). */
-		void *at = tv.reach == Reach::Direct
-				   ? static_cast<void *>(tv.base + offset + cursor.offset())
-				   : reinterpret_cast<void *>(tv.remoteBase + static_cast<uint64_t>(offset + cursor.offset()));
+		const uint64_t where = static_cast<uint64_t>(offset + cursor.offset());
+		void *at = reach == Reach::Direct ? (direct ? static_cast<void *>(direct + where)
+							     : reinterpret_cast<void *>(static_cast<uintptr_t>(where)))
+						  : reinterpret_cast<void *>(remote + where);
 		far.push_back({ at, static_cast<size_t>(step) });
 		left -= static_cast<uint64_t>(step);
 		cursor.advance(step);
@@ -1239,7 +1262,7 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	auto move = [&](bool write) {
 		size_t at = 0;
 		for (const iovec &r : far) {
-			if (tv.reach == Reach::Direct) {
+			if (reach == Reach::Direct) {
 				if (write)
 					std::memcpy(r.iov_base, cur.data() + at, r.iov_len);
 				else

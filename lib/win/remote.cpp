@@ -38,6 +38,9 @@ int64_t nowMs()
 
 } /* namespace */
 
+/* The address space, as one region: what a dynamic target's view admits before its regions are checked. */
+constexpr net::MemRegion kAnyAddress{ 0, UINT64_MAX };
+
 /* A get into a non-contiguous origin buffer: its pieces land here, the last one unpacks. */
 struct GetStaging {
 	std::vector<std::byte> packed;
@@ -69,8 +72,15 @@ Result<std::unique_ptr<RemoteWindow>> RemoteWindow::create(Window &win, uint64_t
 		r->rankInWindow_[static_cast<std::size_t>(w)] = i;
 	}
 	r->views_.resize(static_cast<std::size_t>(n));
-	for (int i = 0; i < n; ++i)
-		r->views_[static_cast<std::size_t>(i)].size = static_cast<uint64_t>(std::max<rma_aint>(win.targets_[i].size, 0));
+	for (int i = 0; i < n; ++i) {
+		net::TargetView &v = r->views_[static_cast<std::size_t>(i)];
+		v.size = static_cast<uint64_t>(std::max<rma_aint>(win.targets_[i].size, 0));
+		/* Dynamic: the frame's footprint must be an address range; the attached regions are checked at apply. */
+		if (win.flavor() == Flavor::Dynamic) {
+			v.dynamic = true;
+			v.regions = std::span<const net::MemRegion>(&kAnyAddress, 1);
+		}
+	}
 	r->view.rankInWindow = r->rankInWindow_;
 	r->view.targets = r->views_;
 	uint32_t hosts = 0;
@@ -669,12 +679,32 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	case FrameKind::Put:
 	case FrameKind::Get: {
 		const bool put = f.header.kind == static_cast<uint16_t>(FrameKind::Put);
-		const TargetView &tv = win_.targets_[t];
+		/*
+		 * Where [disp + run offsets] is: Direct memory mapped here (base),
+		 * or another process's (remoteBase, by cross-memory attach). A
+		 * dynamic window's disp is an address: check it against the
+		 * attached regions first (the view only bounded it by the address
+		 * space), never mapping anything from this thread.
+		 */
+		TargetView tv = win_.targets_[t];
+		uintptr_t bias = tv.reach == Reach::Direct ? reinterpret_cast<uintptr_t>(tv.base) : tv.remoteBase;
+		if (tv.reach == Reach::Dynamic) {
+			TargetView v;
+			const Footprint fp{ 0, f.footprint.hi - f.footprint.lo };
+			if (int rc = win_.resolveDynamic(put ? "another host's put" : "another host's get", t, f.footprint.lo,
+							 fp, v, false);
+			    rc != RMA_SUCCESS) {
+				reply.nack(errorClass(rc), static_cast<uint64_t>(f.footprint.lo));
+				return true;
+			}
+			tv.reach = v.reach;
+			bias = 0; /* addresses: our own (Direct) or the target process's */
+		}
 		if (tv.reach == Reach::Direct) {
 			if (put) {
 				const uint8_t *src = f.data.data();
 				forEachRun(f, [&](int64_t at, uint64_t len) {
-					std::memcpy(tv.base + at, src, len);
+					std::memcpy(reinterpret_cast<void *>(bias + static_cast<uintptr_t>(at)), src, len);
 					src += len;
 				});
 				/* Release: the data before whatever this thread publishes next (an unlock, an ACK). */
@@ -683,20 +713,20 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 				std::vector<uint8_t> out(f.type.size * f.op.count);
 				uint8_t *dst = out.data();
 				forEachRun(f, [&](int64_t at, uint64_t len) {
-					std::memcpy(dst, tv.base + at, len);
+					std::memcpy(dst, reinterpret_cast<const void *>(bias + static_cast<uintptr_t>(at)), len);
 					dst += len;
 				});
 				reply.data(FrameKind::GetReply, out, true);
 			}
 		} else if (tv.reach == Reach::Process) {
-			/* Plain memory of a member process (rma_win_create): cross-memory attach, a block at a time. */
+			/* Plain memory of a member process (rma_win_create, dynamic regions): cross-memory attach. */
 			std::vector<uint8_t> out(put ? 0 : f.type.size * f.op.count);
 			const uint8_t *src = f.data.data();
 			uint8_t *dst = out.data();
 			int err = 0;
 			forEachRun(f, [&](int64_t at, uint64_t len) {
 				iovec local{ put ? const_cast<uint8_t *>(src) : dst, len };
-				iovec far{ reinterpret_cast<void *>(tv.remoteBase + static_cast<uint64_t>(at)), len };
+				iovec far{ reinterpret_cast<void *>(bias + static_cast<uint64_t>(at)), len };
 				ssize_t n = put ? process_vm_writev(tv.pid, &local, 1, &far, 1, 0)
 						: process_vm_readv(tv.pid, &local, 1, &far, 1, 0);
 				if (n != static_cast<ssize_t>(len) && !err)
@@ -713,7 +743,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 			if (!put)
 				reply.data(FrameKind::GetReply, out, true);
 		} else {
-			reply.nack(RMA_ERR_NOT_SUPPORTED, 0);
+			reply.nack(RMA_ERR_RMA_RANGE, 0);
 		}
 		return true;
 	}

@@ -246,9 +246,6 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 					   "%s: the communicator spans hosts: memory cannot be shared among all of its "
 					   "processes (split it with rma_comm_split_type(RMA_COMM_TYPE_SHARED) first)",
 					   call);
-		if (status == RMA_SUCCESS && flavor_ == Flavor::Dynamic)
-			status = makeError(RMA_ERR_NOT_SUPPORTED,
-					   "%s: dynamic windows cannot span hosts yet (issue #14, increment K)", call);
 	}
 
 	MemPolicy policy;
@@ -591,13 +588,6 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	return startServing();
 }
 
-int Window::remoteOnly(const char *call, int target, const char *what) const
-{
-	return makeError(RMA_ERR_NOT_SUPPORTED,
-			 "%s: target rank %d of window '%s' is on another host, and %s across hosts is not supported yet "
-			 "(issue #14: put, get, flush, lock, lock_all and fence work across hosts)",
-			 call, target, name.c_str(), what);
-}
 
 Window::~Window()
 {

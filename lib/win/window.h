@@ -521,7 +521,8 @@ private:
 	uint32_t *postedRow(int origin) const { return pscwPosted_ + static_cast<size_t>(origin) * pscwRow_; }
 	uint32_t *completedRow(int target) const { return pscwCompleted_ + static_cast<size_t>(target) * pscwRow_; }
 	int checkTarget(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view);
-	int resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view);
+	/* @map false: never map a segment here (another thread's use: the view is Process, or Direct for our own rank). */
+	int resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view, bool map = true);
 	int transfer(const char *call, const TargetView &view, void *origin, const Datatype &otype, int ocount,
 		     const Datatype &ttype, int tcount, rma_count bytes, bool toTarget);
 	template<bool Put>
@@ -572,7 +573,7 @@ private:
 	std::shared_ptr<Comm> comm_;
 	/* Members on other hosts (win/remote.h); nullptr for a window on one host. */
 	std::unique_ptr<RemoteWindow> remote_;
-	[[gnu::cold]] int remoteOnly(const char *call, int target, const char *what) const;
+
 	bool stats_ = false;             /* RMA_STATS: count operations (the fast paths step aside) */
 	uint64_t statsId_ = 0;           /* the same at every member, unique in the job */
 	std::vector<uint64_t> traffic_;  /* per target x TrafficKind: ops, bytes (stats_ only) */

@@ -95,6 +95,12 @@ int Window::checkTarget(const char *call, int target, rma_aint disp, Footprint f
 	const TargetView &t = targets_[target];
 	if (t.reach == Reach::Dynamic)
 		return resolveDynamic(call, target, disp, fp, view);
+	if (t.reach == Reach::Remote && flavor_ == Flavor::Dynamic) {
+		/* An address in another host's process: its server checks it against the attached regions. */
+		view = t;
+		view.remoteBase = static_cast<uint64_t>(disp);
+		return RMA_SUCCESS;
+	}
 	if (disp < 0) [[unlikely]]
 		return makeError(RMA_ERR_DISP, "%s: target displacement %lld is negative (target rank %d, window '%s')",
 				 call, static_cast<long long>(disp), target, name.c_str());
@@ -146,7 +152,7 @@ bool sameMapping(const AttachEntry &a, const AttachEntry &b)
  * requires, that the regions were attached before this access and are not
  * detached during it.
  */
-int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view)
+int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprint fp, TargetView &view, bool map)
 {
 	AttachTable &table = attach_[target];
 	/* The bytes touched are [disp + low, disp + high); disp itself is the buffer start. */
@@ -244,6 +250,8 @@ int Window::resolveDynamic(const char *call, int target, rma_aint disp, Footprin
 		view.base = reinterpret_cast<std::byte *>(disp);
 		return RMA_SUCCESS;
 	}
+	if (!map)
+		return RMA_SUCCESS;
 
 	/* rma_alloc_mem memory: map the owner's segment once, then store directly. */
 	auto key = std::make_pair(target, found.segmentInode);

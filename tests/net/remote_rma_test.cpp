@@ -61,6 +61,7 @@ const char *const kCases[] = { "windows",
 			       "mixed_targets",
 			       "acc_atomic",
 			       "pscw",
+			       "dynamic",
 			       "rput_rget" };
 const char *const kFlavors[] = { "allocate", "create" };
 /* ... and then these, once. */

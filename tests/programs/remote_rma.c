@@ -1217,6 +1217,83 @@ static void casePscw(window *w, int round0)
 	barrierWith(w);
 }
 
+/* ---- dynamic windows across hosts ------------------------------------------ */
+
+#define DYN_SLOT 64
+
+/*
+ * Every rank attaches a malloc'd region to a dynamic window and publishes
+ * its address (through @addrs, an allocate window). Each rank puts a slot
+ * into every rank's region, gets its slot back from the next rank, and
+ * adds 1 with fetch_and_op to a counter at the end of every region. An
+ * address outside the attached region must fail (at the call, or for a
+ * target on another host at the next flush) with RMA_ERR_RMA_RANGE.
+ */
+static void caseDynamic(window *addrs, int round)
+{
+	beginCase("dynamic");
+	const int n = g_size, me = g_rank;
+	const size_t bytes = (size_t)n * DYN_SLOT + 8;
+	unsigned char *region = xmalloc(bytes);
+	memset(region, 0, bytes);
+	rma_win dw;
+	CALL(rma_win_create_dynamic(RMA_INFO_NULL, RMA_COMM_WORLD, &dw));
+	CALL(rma_win_set_errhandler(dw, RMA_ERRORS_RETURN));
+	CALL(rma_win_attach(dw, region, (rma_aint)bytes));
+	rma_aint mine;
+	CALL(rma_get_address(region, &mine));
+	/* Publish: every rank's address at slot r of every rank's addrs window. */
+	CALL(rma_win_fence(0, addrs->win));
+	for (int t = 0; t < n; ++t)
+		CALL(rma_put(&mine, 1, RMA_AINT, t, (rma_aint)(me * 8), 1, RMA_AINT, addrs->win));
+	CALL(rma_win_fence(0, addrs->win));
+	rma_aint *at = xmalloc((size_t)n * sizeof *at);
+	memcpy(at, addrs->base, (size_t)n * sizeof *at);
+	barrier();
+
+	unsigned char src[DYN_SLOT], got[DYN_SLOT];
+	CALL(rma_win_lock_all(0, dw));
+	for (int t = 0; t < n; ++t) {
+		fillPattern(src, DYN_SLOT, me, t, round);
+		CALL(rma_put(src, DYN_SLOT, RMA_BYTE, t, at[t] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
+		int64_t one = 1, old;
+		CALL(rma_fetch_and_op(&one, &old, RMA_INT64_T, t, at[t] + (rma_aint)n * DYN_SLOT, RMA_SUM, dw));
+	}
+	CALL(rma_win_flush_all(dw));
+	CALL(rma_win_unlock_all(dw));
+	barrier();
+	CALL(rma_win_sync(dw));
+	for (int o = 0; o < n; ++o)
+		checkPattern("dynamic region slot", region + (size_t)o * DYN_SLOT, DYN_SLOT, o, me, round);
+	int64_t counter;
+	memcpy(&counter, region + (size_t)n * DYN_SLOT, 8);
+	if (counter != n)
+		fail("dynamic region counter: expected %d, got %lld", n, (long long)counter);
+	barrier();
+
+	const int next = (me + 1) % n;
+	CALL(rma_win_lock(RMA_LOCK_SHARED, next, 0, dw));
+	CALL(rma_get(got, DYN_SLOT, RMA_BYTE, next, at[next] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
+	CALL(rma_win_flush(next, dw));
+	checkPattern("dynamic get", got, DYN_SLOT, me, next, round);
+	/* Past the end of next's region. */
+	int rc = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
+	if (rc == RMA_SUCCESS)
+		rc = rma_win_flush(next, dw);
+	int cls = -1;
+	rma_error_class(rc, &cls);
+	if (cls != RMA_ERR_RMA_RANGE)
+		fail("a put past rank %d's attached region: expected RMA_ERR_RMA_RANGE (%d), got class %d", next,
+		     RMA_ERR_RMA_RANGE, cls);
+	CALL(rma_win_unlock(next, dw));
+	barrier();
+	CALL(rma_win_detach(dw, region));
+	CALL(rma_win_free(&dw));
+	free(region);
+	free(at);
+	caseOk();
+}
+
 static void rankList(const int *ranks, int count, char *out, size_t len)
 {
 	size_t used = 0;
@@ -1314,6 +1391,7 @@ int main(int argc, char **argv)
 		window *requests = makeWindow(2 * (size_t)n * round64(REQUEST_SIZE + GUARD), 1);
 		window *acc = makeWindow(16 + ACC_INTS * 4, 1);
 		window *pscw = makeWindow((size_t)n * round64(PSCW_SIZE), 1);
+		window *addrs = makeWindow((size_t)n * 8, 1);
 		caseOk();
 
 		casePut(xfer, 8, "put_8", base + 1);
@@ -1331,6 +1409,7 @@ int main(int argc, char **argv)
 		caseRequests(requests, base + 50);
 		caseAccumulate(acc);
 		casePscw(pscw, base + 60);
+		caseDynamic(addrs, base + 70);
 	}
 
 	snprintf(g_case, sizeof g_case, "win_free");
