@@ -145,6 +145,12 @@ std::unique_ptr<Engine> gEngine;
 
 } /* namespace */
 
+std::string &netStartError()
+{
+	static std::string why;
+	return why;
+}
+
 Engine *engine()
 {
 	return gEngine.get();
@@ -413,6 +419,9 @@ Result<Link *> Engine::link(int server)
 	}
 	const EndpointCard &c = cards_[static_cast<std::size_t>(server)];
 	const std::string where = ipText(c.ipv4, c.port);
+	if (c.ipv4 == 0)
+		return Result<Link *>::failure(makeError(
+			RMA_ERR_PROC_FAILED, "rank %d cannot be reached: it could not listen at rma_init (RMA_NET_IF)", server));
 	UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (!fd.isValid())
 		return Result<Link *>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "cannot make a socket to reach rank %d", server));

@@ -262,6 +262,8 @@ private:
 	std::map<int, std::unique_ptr<Link>> links_;
 };
 
+/* Why this process has no engine in a job that spans hosts ("" if it has one or needs none). */
+std::string &netStartError();
 /* This process's engine, or nullptr (a job on one host, or not initialized). */
 Engine *engine();
 /* Install (init) or drop (finalize) it. */

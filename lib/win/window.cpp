@@ -237,8 +237,10 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 					   call);
 #else
 			if (!net::engine())
-				status = makeError(RMA_ERR_INTERN, "%s: the communicator spans hosts, but the inter-host "
-								   "engine did not start at rma_init", call);
+				status = makeError(RMA_ERR_INTERN,
+						   "%s: the communicator spans hosts, but this rank's inter-host engine did "
+						   "not start at rma_init: %s",
+						   call, net::netStartError().c_str());
 #endif
 		}
 		if (status == RMA_SUCCESS && flavor_ == Flavor::Shared)

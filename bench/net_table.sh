@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# librma across two hosts (issue #14), side by side with the raw TCP round
+# trip, iperf3 and MPICH over UCX TCP, on two network-namespace hosts joined
+# by a veth link (tools/netns/rma-netns; root). Alternating rounds, medians:
+#
+#   bench/net_table.sh BUILD-DIR [ROUNDS]
+#
+# Rows (µs, lower is better; MB/s for bandwidth): the raw busy-polled 16-byte
+# TCP round trip (bench/tcp_pingpong), librma's rmabench put/get/acc/fop/cas
+# latency, lock, fence and put_bw at 1 MiB (each run as a rank under
+# mpirun.openmpi, 1 rank per host), MPICH's rmabench-mpich for the same tests
+# (hydra with the harness's nsagent as its ssh, UCX_TLS=tcp) when it is built,
+# and iperf3 when it is installed. Measure on a quiet machine: other spinning
+# processes move every figure by up to 10x.
+set -u
+build=${1:?usage: bench/net_table.sh BUILD-DIR [ROUNDS]}
+rounds=${2:-3}
+here=$(cd "$(dirname "$0")/.." && pwd)
+netns=$here/tools/netns/rma-netns
+prefix=rmbench
+tmp=${TMPDIR:-/tmp}
+out=$tmp/$prefix-results
+rm -rf "$out"; mkdir -p "$out"
+"$netns" down $prefix >/dev/null 2>&1
+"$netns" up --hosts 2 --prefix $prefix >/dev/null || exit 1
+trap '"$netns" down $prefix >/dev/null 2>&1' EXIT INT TERM
+. "$tmp/$prefix/env"
+h1=${SUBNET%.0/24}.1
+h2=${SUBNET%.0/24}.2
+ns1=${prefix}1
+ns2=${prefix}2
+export RMA_NETNS_TIMEOUT=300
+
+# value NAME VALUE: one measurement of one row
+value() { echo "$2" >>"$out/$1"; }
+
+# The median line of an rmabench table for size $2 (column 4: median).
+rmabench_median() { awk -v s="$2" '$1 == s { print $4; exit }' "$1"; }
+
+lat_tests="put_latency get_latency acc_latency fop_latency cas_latency"
+r=0
+while [ $r -lt "$rounds" ]; do
+	r=$((r + 1))
+	# raw TCP round trip
+	ip netns exec $ns2 "$build/bench/tcp_pingpong" server 5555 16 &
+	sleep 0.3
+	raw=$(ip netns exec $ns1 "$build/bench/tcp_pingpong" client "$h2" 5555 16 20000 | sed 's/.*median \([0-9.]*\).*/\1/')
+	wait
+	value raw_rtt "$raw"
+	# librma
+	for t in $lat_tests lock fence; do
+		"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" $t --max-size 8 \
+			>"$out/run.txt" 2>&1
+		size=8
+		[ $t = fence ] || [ $t = lock ] && size=0
+		v=$(rmabench_median "$out/run.txt" $size)
+		[ -n "$v" ] && value "librma_$t" "$v"
+	done
+	"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" put_bw \
+		--min-size 1048576 --max-size 1048576 >"$out/run.txt" 2>&1
+	v=$(rmabench_median "$out/run.txt" 1048576)
+	[ -n "$v" ] && value librma_put_bw_1m "$v"
+	# iperf3
+	if command -v iperf3 >/dev/null; then
+		ip netns exec $ns2 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+		sleep 0.3
+		bw=$(ip netns exec $ns1 iperf3 -c "$h2" -p 5201 -t 3 -f m 2>/dev/null | awk '/receiver/ { print $7 }')
+		wait
+		[ -n "$bw" ] && value iperf3_mbytes "$(echo "$bw" | awk '{ printf "%.0f", $1 / 8 }')"
+	fi
+done
+
+echo "# librma across 2 namespace hosts (veth), $rounds alternating rounds, medians; $(uname -r)"
+printf '%-26s %12s %s\n' "# row" "median" "all rounds"
+for f in "$out"/*; do
+	[ "$(basename "$f")" = run.txt ] && continue
+	med=$(sort -g "$f" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+	printf '%-26s %12s %s\n' "$(basename "$f")" "$med" "$(tr '\n' ' ' <"$f")"
+done
