@@ -497,6 +497,29 @@ int startNetEngine(Comm &world)
 	}
 	RMA_TRY(e.value()->setPeers(cards));
 	net::setEngine(std::move(e.value()));
+	/*
+	 * Waits yield early when the spinning threads outnumber the CPUs. Here
+	 * each host's server thread spins too, and "hosts" that are network
+	 * namespaces of one machine share its CPUs: count every rank and every
+	 * host on this machine (the same kernel boot id). RMA_SPIN overrides.
+	 */
+	if (const char *spin = knobValue("RMA_SPIN"); !spin || !std::strcmp(spin, "auto")) {
+		const uint64_t mine = cards[static_cast<std::size_t>(world.rank())].machine;
+		std::vector<int> hosts;
+		long threads = 0;
+		for (std::size_t r = 0; r < cards.size(); ++r) {
+			if (cards[r].machine != mine)
+				continue;
+			++threads;
+			const int h = runtime().bootstrap->host(static_cast<int>(r));
+			if (std::find(hosts.begin(), hosts.end(), h) == hosts.end())
+				hosts.push_back(h);
+		}
+		threads += static_cast<long>(hosts.size());
+		const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		if (cpus > 0 && threads > cpus)
+			SpinWait::setOversubscribed(true);
+	}
 	return RMA_SUCCESS;
 #else
 	(void)world;

@@ -145,6 +145,24 @@ std::unique_ptr<Engine> gEngine;
 
 } /* namespace */
 
+uint64_t machineHash()
+{
+	char id[64] = {};
+	if (FILE *f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+		if (!std::fgets(id, sizeof(id), f))
+			id[0] = 0;
+		std::fclose(f);
+	}
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = id; *p; ++p)
+		h = (h ^ static_cast<unsigned char>(*p)) * 0x100000001b3ull;
+	return h;
+}
+
+namespace {
+
+} /* namespace */
+
 std::string &netStartError()
 {
 	static std::string why;
@@ -324,6 +342,7 @@ Result<std::unique_ptr<Engine>> Engine::listen(EngineConfig config, EndpointCard
 	card = EndpointCard{};
 	card.ipv4 = e->ipv4_;
 	card.port = e->port_;
+	card.machine = machineHash();
 	if (getrandom(card.secret, sizeof(card.secret), 0) != static_cast<ssize_t>(sizeof(card.secret)) ||
 	    getrandom(&card.jobHash, sizeof(card.jobHash), 0) != static_cast<ssize_t>(sizeof(card.jobHash)))
 		return Result<std::unique_ptr<Engine>>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "rma_init: getrandom failed for the job secret"));

@@ -58,6 +58,7 @@ struct EndpointCard {
 	uint16_t port = 0; /* network byte order */
 	uint16_t reserved = 0;
 	uint64_t jobHash = 0;
+	uint64_t machine = 0; /* hash of the kernel's boot id: ranks of simulated hosts (namespaces) share CPUs */
 	uint8_t secret[kSecretBytes] = {};
 };
 
@@ -262,6 +263,8 @@ private:
 	std::map<int, std::unique_ptr<Link>> links_;
 };
 
+/* FNV-1a of this kernel's boot id: equal for processes that share the machine's CPUs. */
+uint64_t machineHash();
 /* Why this process has no engine in a job that spans hosts ("" if it has one or needs none). */
 std::string &netStartError();
 /* This process's engine, or nullptr (a job on one host, or not initialized). */
