@@ -54,7 +54,7 @@ while [ $r -lt "$rounds" ]; do
 		"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" $t --max-size 8 \
 			>"$out/run.txt" 2>&1
 		size=8
-		[ $t = fence ] || [ $t = lock ] && size=0
+		{ [ $t = fence ] || [ $t = lock ]; } && size=0
 		v=$(rmabench_median "$out/run.txt" $size)
 		[ -n "$v" ] && value "librma_$t" "$v"
 	done
@@ -62,13 +62,32 @@ while [ $r -lt "$rounds" ]; do
 		--min-size 1048576 --max-size 1048576 >"$out/run.txt" 2>&1
 	v=$(rmabench_median "$out/run.txt" 1048576)
 	[ -n "$v" ] && value librma_put_bw_1m "$v"
+	# MPICH over UCX TCP: hydra started inside host 1, the harness's nsagent as its ssh
+	if [ -x "$build/tools/rmabench-mpich" ] && command -v mpiexec.mpich >/dev/null; then
+		for t in $lat_tests lock fence put_bw; do
+			args="--max-size 8"
+			[ $t = put_bw ] && args="--min-size 1048576 --max-size 1048576"
+			ip netns exec $ns1 unshare --uts sh -c "hostname $ns1; timeout 120 mpiexec.mpich -launcher ssh \
+				-launcher-exec $tmp/$prefix/nsagent -hosts $h1,$h2 -iface eth0 -n 2 -ppn 1 \
+				-genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 $build/tools/rmabench-mpich $t $args" \
+				>"$out/run.txt" 2>&1
+			size=8
+			{ [ $t = fence ] || [ $t = lock ]; } && size=0
+			[ $t = put_bw ] && size=1048576
+			v=$(rmabench_median "$out/run.txt" $size)
+			[ -n "$v" ] && value "mpich_$t" "$v"
+		done
+	fi
 	# iperf3
 	if command -v iperf3 >/dev/null; then
-		ip netns exec $ns2 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-		sleep 0.3
-		bw=$(ip netns exec $ns1 iperf3 -c "$h2" -p 5201 -t 3 -f m 2>/dev/null | awk '/receiver/ { print $7 }')
-		wait
-		[ -n "$bw" ] && value iperf3_mbytes "$(echo "$bw" | awk '{ printf "%.0f", $1 / 8 }')"
+		for len in 128K 1M; do
+			ip netns exec $ns2 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+			sleep 0.3
+			bw=$(ip netns exec $ns1 iperf3 -c "$h2" -p 5201 -t 3 -l $len -f m 2>/dev/null |
+				awk '/receiver/ { print $7 }')
+			wait
+			[ -n "$bw" ] && value "iperf3_MBps_l$len" "$(echo "$bw" | awk '{ printf "%.0f", $1 / 8 }')"
+		done
 	fi
 done
 
