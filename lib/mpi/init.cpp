@@ -172,6 +172,12 @@ bool engineForcedToMpi()
 	return e && std::strcmp(e, "mpi") == 0;
 }
 
+bool engineForcedToLibrma()
+{
+	const char *e = std::getenv("RMA_MPI_ENGINE");
+	return e && std::strcmp(e, "librma") == 0;
+}
+
 /* Every step is collective over MPI_COMM_WORLD, which the program's init already is. */
 void initShim(int provided)
 {
@@ -192,6 +198,7 @@ void initShim(int provided)
 	PMPI_Comm_set_attr(MPI_COMM_SELF, s.hookKeyval, nullptr);
 
 	s.forceMpi = engineForcedToMpi();
+	s.forceLibrma = engineForcedToLibrma();
 	s.versionMismatch = !versionMatches();
 	if (s.forceMpi || s.versionMismatch)
 		return;

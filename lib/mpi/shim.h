@@ -87,6 +87,8 @@ struct Shim {
 	bool finalized = false;	  /* the finalize hook ran */
 	bool versionMismatch = false;
 	bool forceMpi = false; /* RMA_MPI_ENGINE=mpi at init: every window passes through */
+	/* RMA_MPI_ENGINE=librma: windows across hosts are librma's too (its TCP transport), unless info says mpi */
+	bool forceLibrma = false;
 	bool multiple = false; /* MPI_THREAD_MULTIPLE */
 	int worldRank = 0;
 	int worldSize = 1;

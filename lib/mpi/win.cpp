@@ -188,8 +188,14 @@ int createWindow(const CreateArgs &a)
 	std::string engine;
 	rma_info info = RMA_INFO_NULL;
 	int infoRc = translateInfo(a.info, info, engine);
-	int vote = infoRc == MPI_SUCCESS && engine != "mpi" && !fromFortran(a.caller) && e->onHost && e->inWorld &&
-		   a.dispUnit > 0 && a.dispUnit <= INT_MAX;
+	/*
+	 * Across hosts only when asked (librma_engine=librma, or RMA_MPI_ENGINE=
+	 * librma): librma's TCP transport then serves it; by default the MPI's
+	 * own inter-node RMA does. Shared memory cannot span hosts either way.
+	 */
+	const bool acrossHosts = (engine == "librma" || (engine.empty() && s.forceLibrma)) && a.flavor != Flavor::Shared;
+	int vote = infoRc == MPI_SUCCESS && engine != "mpi" && !fromFortran(a.caller) && (e->onHost || acrossHosts) &&
+		   e->inWorld && a.dispUnit > 0 && a.dispUnit <= INT_MAX;
 	MPI_Win shadow = MPI_WIN_NULL;
 	if (vote) {
 		void *unused = nullptr;
@@ -283,8 +289,8 @@ int createWindow(const CreateArgs &a)
 	} else if (engine == "librma" && e->rank == 0) {
 		std::fprintf(stderr,
 			     "librma-mpi: %s: librma_engine=librma, but librma cannot serve this window "
-			     "(not every member is on this host, in MPI_COMM_WORLD, or agreed): the MPI "
-			     "serves it\n",
+			     "(a Fortran or allocate_shared window across hosts, not in MPI_COMM_WORLD, or not "
+			     "agreed): the MPI serves it\n",
 			     a.call);
 	}
 	if (info != RMA_INFO_NULL)
