@@ -198,6 +198,19 @@ void Replier::send(FrameKind kind, uint16_t flags, std::span<const uint8_t> a, s
 		loop_.send(conn_, b);
 }
 
+uint8_t *Replier::dataInPlace(FrameKind kind, std::size_t n, bool last) noexcept
+{
+	FrameHeader h = request_;
+	h.kind = static_cast<uint16_t>(kind);
+	h.flags = last ? kLastChunk : 0;
+	h.bodyLen = static_cast<uint32_t>(n);
+	uint8_t *at = loop_.append(conn_, kHeaderBytes + n);
+	if (!at)
+		return nullptr;
+	encodeHeader(h, at);
+	return at + kHeaderBytes;
+}
+
 void Replier::ack() noexcept
 {
 	send(FrameKind::Ack, 0, {}, {});

@@ -73,6 +73,11 @@ public:
 	void nack(int errorClass, uint64_t detail) noexcept;
 	/* A reply of @kind (GET_REPLY, ACC_REPLY) with @data as its body; kLastChunk when @last. */
 	void data(FrameKind kind, std::span<const uint8_t> data, bool last) noexcept;
+	/*
+	 * A reply of @kind whose @n body bytes the caller writes in place (no
+	 * copy): returns where, or nullptr if the connection is gone.
+	 */
+	uint8_t *dataInPlace(FrameKind kind, std::size_t n, bool last) noexcept;
 
 private:
 	void send(FrameKind kind, uint16_t flags, std::span<const uint8_t> a, std::span<const uint8_t> b) noexcept;

@@ -77,6 +77,16 @@ public:
 		return RMA_SUCCESS;
 	}
 
+	uint8_t *append(ConnId id, std::size_t n) override
+	{
+		if (id >= conns_.size() || !conns_[id]->open)
+			return nullptr;
+		Conn &c = *conns_[id];
+		const std::size_t at = c.queued.size();
+		c.queued.resize(at + n);
+		return c.queued.data() + at;
+	}
+
 	int close(ConnId id) override
 	{
 		if (id >= conns_.size() || !conns_[id]->open)

@@ -76,6 +76,7 @@ public:
 
 	Result<ConnId> addConnection(UniqueFd fd) override;
 	int send(ConnId conn, std::span<const uint8_t> bytes) override;
+	uint8_t *append(ConnId conn, std::size_t n) override;
 	int close(ConnId conn) override;
 	int poll() noexcept override;
 	int wait(int64_t timeoutNs) noexcept override;
@@ -228,6 +229,16 @@ int UringLoop::send(ConnId id, std::span<const uint8_t> bytes)
 	Conn &c = *conns_[id];
 	c.queued.insert(c.queued.end(), bytes.begin(), bytes.end());
 	return RMA_SUCCESS;
+}
+
+uint8_t *UringLoop::append(ConnId id, std::size_t n)
+{
+	if (id >= conns_.size() || !conns_[id]->open)
+		return nullptr;
+	Conn &c = *conns_[id];
+	const std::size_t at = c.queued.size();
+	c.queued.resize(at + n);
+	return c.queued.data() + at;
 }
 
 int UringLoop::close(ConnId id)

@@ -160,6 +160,13 @@ public:
 	 */
 	virtual int send(ConnId conn, std::span<const uint8_t> bytes) = 0;
 
+	/*
+	 * Queue @n bytes for @conn and return where to write them (valid
+	 * until the next call on the loop), so a reply is built in place
+	 * instead of copied in; nullptr for an unknown or closed connection.
+	 */
+	virtual uint8_t *append(ConnId conn, std::size_t n) = 0;
+
 	/* Close @conn now; no onClosed() for it. RMA_ERR_ARG if unknown or already closed. */
 	virtual int close(ConnId conn) = 0;
 

@@ -709,14 +709,12 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 				});
 				/* Release: the data before whatever this thread publishes next (an unlock, an ACK). */
 				std::atomic_thread_fence(std::memory_order_release);
-			} else {
-				std::vector<uint8_t> out(f.type.size * f.op.count);
-				uint8_t *dst = out.data();
+			} else if (uint8_t *dst = reply.dataInPlace(FrameKind::GetReply, f.type.size * f.op.count, true)) {
+				/* Straight from the window into the send queue. */
 				forEachRun(f, [&](int64_t at, uint64_t len) {
 					std::memcpy(dst, reinterpret_cast<const void *>(bias + static_cast<uintptr_t>(at)), len);
 					dst += len;
 				});
-				reply.data(FrameKind::GetReply, out, true);
 			}
 		} else if (tv.reach == Reach::Process) {
 			/* Plain memory of a member process (rma_win_create, dynamic regions): cross-memory attach. */
