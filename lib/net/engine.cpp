@@ -143,6 +143,9 @@ bool allowRank(const void *ctx, uint32_t leader, uint32_t rank) noexcept
 
 std::unique_ptr<Engine> gEngine;
 
+/* Reply bytes a connection may have waiting for its socket before its later requests wait. */
+constexpr std::size_t kReplyBacklog = 4 << 20;
+
 } /* namespace */
 
 uint64_t machineHash()
@@ -502,7 +505,13 @@ int Engine::startServer()
 			auto it = e->conns_.find(conn);
 			if (it == e->conns_.end() || !it->second.open)
 				return;
-			if (!it->second.parked.empty() || !e->handleRequest(conn, frame))
+			/*
+			 * Back-pressure: while a reply backlog waits for the socket
+			 * (a window of large gets), later requests wait too, so the
+			 * queue stays small instead of growing to the whole window.
+			 */
+			if (!it->second.parked.empty() || e->loopOwner_->unsent(conn) > kReplyBacklog ||
+			    !e->handleRequest(conn, frame))
 				it->second.parked.emplace_back(frame.begin(), frame.end());
 		};
 		handler.onClosed = [](void *ctx, ConnId conn, int) noexcept {
@@ -632,7 +641,8 @@ void Engine::serveLoop()
 			ServerConn &c = it->second;
 			/* Parked requests, in order, until one still cannot be applied. */
 			std::size_t done = 0;
-			while (c.open && done < c.parked.size() && handleRequest(it->first, c.parked[done]))
+			while (c.open && done < c.parked.size() && loop.unsent(it->first) <= kReplyBacklog &&
+			       handleRequest(it->first, c.parked[done]))
 				++done;
 			if (done)
 				c.parked.erase(c.parked.begin(), c.parked.begin() + static_cast<std::ptrdiff_t>(done));

@@ -77,6 +77,13 @@ public:
 		return RMA_SUCCESS;
 	}
 
+	std::size_t unsent(ConnId id) const override
+	{
+		if (id >= conns_.size() || !conns_[id]->open)
+			return 0;
+		return conns_[id]->queued.size() - conns_[id]->sent;
+	}
+
 	uint8_t *append(ConnId id, std::size_t n) override
 	{
 		if (id >= conns_.size() || !conns_[id]->open)

@@ -77,6 +77,13 @@ public:
 	Result<ConnId> addConnection(UniqueFd fd) override;
 	int send(ConnId conn, std::span<const uint8_t> bytes) override;
 	uint8_t *append(ConnId conn, std::size_t n) override;
+	std::size_t unsent(ConnId conn) const override
+	{
+		if (conn >= conns_.size() || !conns_[conn]->open)
+			return 0;
+		const Conn &c = *conns_[conn];
+		return c.queued.size() + (c.inflight.size() - c.sent);
+	}
 	int close(ConnId conn) override;
 	int poll() noexcept override;
 	int wait(int64_t timeoutNs) noexcept override;

@@ -166,6 +166,8 @@ public:
 	 * instead of copied in; nullptr for an unknown or closed connection.
 	 */
 	virtual uint8_t *append(ConnId conn, std::size_t n) = 0;
+	/* Bytes queued for @conn that the kernel has not taken yet (0 for an unknown connection). */
+	virtual std::size_t unsent(ConnId conn) const = 0;
 
 	/* Close @conn now; no onClosed() for it. RMA_ERR_ARG if unknown or already closed. */
 	virtual int close(ConnId conn) = 0;
