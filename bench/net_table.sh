@@ -58,22 +58,24 @@ while [ $r -lt "$rounds" ]; do
 		v=$(rmabench_median "$out/run.txt" $size)
 		[ -n "$v" ] && value "librma_$t" "$v"
 	done
-	"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" put_bw \
-		--min-size 1048576 --max-size 1048576 >"$out/run.txt" 2>&1
-	v=$(rmabench_median "$out/run.txt" 1048576)
-	[ -n "$v" ] && value librma_put_bw_1m "$v"
+	for t in put_bw get_bw; do
+		"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" $t \
+			--min-size 1048576 --max-size 1048576 >"$out/run.txt" 2>&1
+		v=$(rmabench_median "$out/run.txt" 1048576)
+		[ -n "$v" ] && value "librma_${t}_1m" "$v"
+	done
 	# MPICH over UCX TCP: hydra started inside host 1, the harness's nsagent as its ssh
 	if [ -x "$build/tools/rmabench-mpich" ] && command -v mpiexec.mpich >/dev/null; then
-		for t in $lat_tests lock fence put_bw; do
+		for t in $lat_tests lock fence put_bw get_bw; do
 			args="--max-size 8"
-			[ $t = put_bw ] && args="--min-size 1048576 --max-size 1048576"
+			{ [ $t = put_bw ] || [ $t = get_bw ]; } && args="--min-size 1048576 --max-size 1048576"
 			ip netns exec $ns1 unshare --uts sh -c "hostname $ns1; timeout 120 mpiexec.mpich -launcher ssh \
 				-launcher-exec $tmp/$prefix/nsagent -hosts $h1,$h2 -iface eth0 -n 2 -ppn 1 \
 				-genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 $build/tools/rmabench-mpich $t $args" \
 				>"$out/run.txt" 2>&1
 			size=8
 			{ [ $t = fence ] || [ $t = lock ]; } && size=0
-			[ $t = put_bw ] && size=1048576
+			{ [ $t = put_bw ] || [ $t = get_bw ]; } && size=1048576
 			v=$(rmabench_median "$out/run.txt" $size)
 			[ -n "$v" ] && value "mpich_$t" "$v"
 		done
