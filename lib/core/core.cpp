@@ -465,6 +465,15 @@ int startNetEngine(Comm &world)
 		config.timeoutMs = std::atoi(v);
 	if (const char *v = knobValue("RMA_NET_SPIN_US"))
 		config.spinUs = std::atoi(v);
+	/* A host whose connection timed out is dead: its ranks fail this host's waits (job status page). */
+	config.hostLost = [](uint32_t host) {
+		Runtime &r = runtime();
+		if (!r.bootstrap)
+			return;
+		for (int q = 0; q < r.bootstrap->size(); ++q)
+			if (static_cast<uint32_t>(r.bootstrap->host(q)) == host)
+				r.bootstrap->markDead(q);
+	};
 	auto policy = net::uringPolicyFromEnvironment();
 	if (!policy)
 		return policy.code();

@@ -514,8 +514,23 @@ int Engine::startServer()
 			    !e->handleRequest(conn, frame))
 				it->second.parked.emplace_back(frame.begin(), frame.end());
 		};
-		handler.onClosed = [](void *ctx, ConnId conn, int) noexcept {
-			static_cast<Engine *>(ctx)->conns_.erase(conn);
+		handler.onClosed = [](void *ctx, ConnId conn, int error) noexcept {
+			auto *e = static_cast<Engine *>(ctx);
+			auto it = e->conns_.find(conn);
+			if (it == e->conns_.end())
+				return;
+			const ServerConn c = std::move(it->second);
+			e->conns_.erase(it);
+			if (error == 0)
+				return; /* an orderly close: the origin finished */
+			/* Its frames still parked are dropped; what it held here is released. */
+			{
+				std::lock_guard<std::mutex> g(e->registry_);
+				for (auto &[id, entry] : e->windows_)
+					entry.service->onOriginLost(c.peerRank);
+			}
+			if ((error == ETIMEDOUT || error == EHOSTUNREACH) && e->config_.hostLost)
+				e->config_.hostLost(c.peerHost);
 		};
 		handler.pending = [](void *ctx) noexcept {
 			return static_cast<Engine *>(ctx)->incomingCount_.load(std::memory_order_acquire) != 0;
@@ -579,7 +594,8 @@ void Engine::acceptLoop()
 		}
 		{
 			std::lock_guard<std::mutex> g(incomingLock_);
-			incoming_.emplace_back(std::move(fd), hostOf(static_cast<int>(peer.value().leader)));
+			incoming_.push_back(Incoming{ std::move(fd), hostOf(static_cast<int>(peer.value().leader)),
+						      peer.value().rank });
 		}
 		incomingCount_.fetch_add(1, std::memory_order_release);
 		if (NetLoop *l = loop_.load(std::memory_order_acquire))
@@ -623,16 +639,16 @@ void Engine::serveLoop()
 	const int64_t spinNs = int64_t{ config_.spinUs } * 1000;
 	while (!stopping_.load(std::memory_order_acquire)) {
 		if (incomingCount_.load(std::memory_order_acquire)) {
-			std::vector<std::pair<UniqueFd, uint32_t>> adopt;
+			std::vector<Incoming> adopt;
 			{
 				std::lock_guard<std::mutex> g(incomingLock_);
 				adopt.swap(incoming_);
 				incomingCount_.store(0, std::memory_order_relaxed);
 			}
-			for (auto &[fd, host] : adopt) {
-				auto id = loop.addConnection(std::move(fd));
+			for (Incoming &in : adopt) {
+				auto id = loop.addConnection(std::move(in.fd));
 				if (id)
-					conns_[id.value()] = ServerConn{ host, true, {} };
+					conns_[id.value()] = ServerConn{ in.host, in.rank, true, {} };
 			}
 		}
 		int events = loop.poll();

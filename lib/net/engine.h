@@ -102,6 +102,12 @@ public:
 	virtual bool onRequest(const ParsedFrame &frame, Replier &reply) noexcept = 0;
 	/* A validated reply for an origin in this process (application thread, inside Link::pump()). */
 	virtual void onReply(const ParsedFrame &frame) noexcept = 0;
+	/*
+	 * The connection of origin world rank @rank broke (not an orderly
+	 * close): that process or its host is gone. Release what it held here
+	 * (server thread, registry lock held).
+	 */
+	virtual void onOriginLost(uint32_t rank) noexcept { (void)rank; }
 	/* Fill by the owner before registering; read by parse(). */
 	WindowView view;
 };
@@ -166,6 +172,12 @@ struct EngineConfig {
 	int timeoutMs = 3000;
 	int spinUs = 200;       /* RMA_NET_SPIN_US: the server polls this long after its last frame */
 	UringPolicy policy = UringPolicy::Prefer;
+	/*
+	 * Called on the server thread when a connection from @host timed out
+	 * (no RST: the host died or its link went down): the caller marks its
+	 * ranks dead so that this host's waits end with RMA_ERR_PROC_FAILED.
+	 */
+	void (*hostLost)(uint32_t host) = nullptr;
 };
 
 class Engine
@@ -229,6 +241,7 @@ private:
 
 	struct ServerConn {
 		uint32_t peerHost = 0;
+		uint32_t peerRank = 0; /* the origin process at the other end */
 		bool open = true;
 		/* Parked frames of this connection (copies), applied in order. */
 		std::vector<std::vector<uint8_t>> parked;
@@ -256,7 +269,12 @@ private:
 	std::atomic<bool> stopping_{ false };
 	std::atomic<bool> serverUp_{ false };
 	std::mutex incomingLock_;
-	std::vector<std::pair<UniqueFd, uint32_t>> incoming_; /* authenticated fds, peer host */
+	struct Incoming {
+		UniqueFd fd;
+		uint32_t host; /* the peer's host */
+		uint32_t rank; /* the world rank it proved to be */
+	};
+	std::vector<Incoming> incoming_; /* authenticated, not yet in the loop */
 	std::atomic<uint32_t> incomingCount_{ 0 };
 	/* The server thread's loop: made on that thread (its only submitter), destroyed by stop() after the join. */
 	std::unique_ptr<NetLoop> loopOwner_;

@@ -652,6 +652,22 @@ void RemoteWindow::releaseLock(int target, bool exclusive)
 		word.fetch_sub(lockword::kShared, std::memory_order_release);
 }
 
+void RemoteWindow::onOriginLost(uint32_t rank) noexcept
+{
+	const int o = rank < rankInWindow_.size() ? rankInWindow_[rank] : -1;
+	if (o < 0)
+		return;
+	const uint64_t holder = static_cast<uint64_t>(o + 1) << lockword::kHolderShift;
+	for (int t = 0; t < win_.size(); ++t) {
+		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
+			continue;
+		std::atomic<uint64_t> &word = win_.slots_[t].lock;
+		uint64_t v = holder;
+		/* Release: as an unlock would (the dead holder's applied puts come before the next holder). */
+		word.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed);
+	}
+}
+
 bool RemoteWindow::tryLockAll()
 {
 	std::atomic<uint64_t> &global = win_.globalLocks_->word;

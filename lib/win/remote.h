@@ -123,6 +123,8 @@ public:
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
 	/* Origin side: a reply on the link to world rank @server. */
 	void onReply(const net::ParsedFrame &frame) noexcept override;
+	/* Server side: origin world rank @rank is gone: free the exclusive locks it held on this host's targets. */
+	void onOriginLost(uint32_t rank) noexcept override;
 
 private:
 	RemoteWindow(Window &win, uint64_t id) : win_(win), id_(id) {}

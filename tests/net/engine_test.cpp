@@ -58,6 +58,8 @@ public:
 		}
 		return true;
 	}
+	void onOriginLost(uint32_t rank) noexcept override { lost_.store(static_cast<int>(rank)); }
+	std::atomic<int> lost_{ -1 };
 	void onReply(const ParsedFrame &f) noexcept override
 	{
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
@@ -139,6 +141,7 @@ protected:
 		ASSERT_EQ(engines_[0]->registerWindow(kWindow, &origin_, false), RMA_SUCCESS);
 		peer_ = cards[1];
 		jobHash_ = cards[0].jobHash; /* rank 0's: the job's */
+		std::memcpy(secret_, cards[0].secret, sizeof secret_);
 	}
 	void TearDown() override
 	{
@@ -174,6 +177,7 @@ protected:
 	FakeWindow server_, origin_;
 	EndpointCard peer_;
 	uint64_t jobHash_ = 0;
+	uint8_t secret_[kSecretBytes] = {};
 };
 
 TEST_F(EngineTest, AuthenticatedRequestsAreAppliedInOrderAndAnswered)
@@ -241,6 +245,30 @@ TEST_F(EngineTest, AnotherJobsKeyIsRefused)
 	EXPECT_EQ(errorClass(link.code()), RMA_ERR_INTERN) << errorMessage(link.code());
 	EXPECT_EQ(server_.puts(), 0);
 	stranger.value()->stop();
+}
+
+TEST_F(EngineTest, ABrokenConnectionReleasesWhatItsOriginHeld)
+{
+	/* An authenticated origin (rank 0) whose connection then breaks (RST: its process died). */
+	auto key = AuthKey::derive(secret_);
+	ASSERT_TRUE(key) << errorMessage(key.code());
+	int fd = rawConnect();
+	ClientConfig cc;
+	cc.jobHash = jobHash_;
+	cc.worldSize = 2;
+	cc.leader = 0;
+	cc.rank = 0;
+	cc.serverLeader = 1;
+	auto peer = authenticateClient(fd, key.value(), cc);
+	ASSERT_TRUE(peer) << errorMessage(peer.code());
+	/* An orderly close releases nothing; a reset is a lost origin. */
+	linger hard{ 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	close(fd);
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (server_.lost_.load() < 0 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	EXPECT_EQ(server_.lost_.load(), 0);
 }
 
 TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
