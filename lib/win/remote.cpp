@@ -397,42 +397,47 @@ int RemoteWindow::unlock(const char *call, int target, bool)
 	return waitAck(call, *s.value(), seq);
 }
 
-int RemoteWindow::lockAll(const char *call)
+template<typename Fn>
+int RemoteWindow::forEachOtherHost(const char *call, Fn &&fn)
 {
-	/* Every other host's server, one after the other (a lock_all epoch is shared: no order to keep). */
 	for (int t = 0; t < win_.size(); ++t) {
-		const uint32_t h = hostOf_[static_cast<std::size_t>(t)];
-		if (h == myHost_ || serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
+		/* Each other host once: through its server, a member of it. */
+		if (hostOf_[static_cast<std::size_t>(t)] == myHost_ ||
+		    serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
 			continue;
 		auto s = stream(call, t);
 		if (!s)
 			return s.code();
-		uint8_t body[8] = {};
-		uint64_t seq = 0;
-		RMA_TRY(sendRequest(*s.value(), FrameKind::LockAll, 0, body, seq));
-		RMA_TRY(waitAck(call, *s.value(), seq, true));
+		RMA_TRY(fn(*s.value()));
 	}
 	return RMA_SUCCESS;
+}
+
+int RemoteWindow::lockAll(const char *call)
+{
+	/* Every other host's server, one after the other (a lock_all epoch is shared: no order to keep). */
+	return forEachOtherHost(call, [&](Stream &s) {
+		uint8_t body[8] = {};
+		uint64_t seq = 0;
+		RMA_TRY(sendRequest(s, FrameKind::LockAll, 0, body, seq));
+		return waitAck(call, s, seq, true);
+	});
 }
 
 int RemoteWindow::unlockAll(const char *call)
 {
 	int first = RMA_SUCCESS;
-	for (int t = 0; t < win_.size(); ++t) {
-		const uint32_t h = hostOf_[static_cast<std::size_t>(t)];
-		if (h == myHost_ || serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
-			continue;
-		auto s = stream(call, t);
-		if (!s)
-			return s.code();
+	int rc = forEachOtherHost(call, [&](Stream &s) {
 		uint64_t seq = 0;
-		int rc = sendRequest(*s.value(), FrameKind::UnlockAll, 0, {}, seq);
-		if (rc == RMA_SUCCESS)
-			rc = waitAck(call, *s.value(), seq);
-		if (rc != RMA_SUCCESS && first == RMA_SUCCESS)
-			first = rc;
-	}
-	return first;
+		int one = sendRequest(s, FrameKind::UnlockAll, 0, {}, seq);
+		if (one == RMA_SUCCESS)
+			one = waitAck(call, s, seq);
+		/* Every host is released even if one fails. */
+		if (one != RMA_SUCCESS && first == RMA_SUCCESS)
+			first = one;
+		return RMA_SUCCESS;
+	});
+	return first != RMA_SUCCESS ? first : rc;
 }
 
 int RemoteWindow::fence(const char *call, uint64_t epoch)
@@ -450,21 +455,14 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 	}
 	uint8_t body[8];
 	net::le::store<uint64_t>(body, epoch);
-	for (int t = 0; t < win_.size(); ++t) {
-		/* One FENCE per other host: to its server (a member of it). */
-		if (hostOf_[static_cast<std::size_t>(t)] == myHost_ ||
-		    serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
-			continue;
-		auto s = stream(call, t);
-		if (!s)
-			return s.code();
+	RMA_TRY(forEachOtherHost(call, [&](Stream &s) {
 		uint64_t seq = 0;
-		RMA_TRY(sendRequest(*s.value(), FrameKind::Fence, 0, body, seq));
+		RMA_TRY(sendRequest(s, FrameKind::Fence, 0, body, seq));
 		/* Everything sent so far is complete once the others have seen this FENCE. */
-		s.value()->acked = std::max(s.value()->acked, seq);
+		s.acked = std::max(s.acked, seq);
 		/* The others wait for it: out now. */
-		RMA_TRY(s.value()->link->push());
-	}
+		return s.link->push();
+	}));
 	for (int t = 0; t < win_.size(); ++t)
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
 			win_.accApplied_[t] = win_.accIssued_[t];

@@ -149,6 +149,9 @@ private:
 	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
 	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq,
 			bool noOrigin = false);
+	/* @fn(Stream &) for the stream to each other host's server, in host order; stops at an error. */
+	template<typename Fn>
+	int forEachOtherHost(const char *call, Fn &&fn);
 	/* Wait for the replies of the gets and fetches on @s. */
 	int waitFetches(const char *call, Stream &s);
 	uint64_t seqScratch_ = 0;

@@ -25,26 +25,8 @@ namespace librma {
 namespace {
 
 using test::CommandResult;
+using test::inPath;
 using test::runCommand;
-
-/* The full path of @program in PATH, or "". */
-std::string inPath(const std::string &program)
-{
-	const char *path = std::getenv("PATH");
-	std::string dirs = path ? path : "/usr/bin:/bin";
-	std::size_t start = 0;
-	while (start <= dirs.size()) {
-		std::size_t end = dirs.find(':', start);
-		std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-		std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-		if (access(candidate.c_str(), X_OK) == 0)
-			return candidate;
-		if (end == std::string::npos)
-			break;
-		start = end + 1;
-	}
-	return "";
-}
 
 int countOf(const std::string &text, const std::string &needle)
 {

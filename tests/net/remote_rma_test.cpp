@@ -38,6 +38,7 @@ namespace librma {
 namespace {
 
 using test::CommandResult;
+using test::inPath;
 using test::runCommand;
 using test::netns::countOf;
 using test::netns::NetnsFixture;
@@ -144,25 +145,6 @@ std::string ownHostName()
 	char host[256] = "";
 	gethostname(host, sizeof host - 1);
 	return host;
-}
-
-/* The full path of @program in PATH, or "". */
-std::string inPath(const std::string &program)
-{
-	const char *path = std::getenv("PATH");
-	std::string dirs = path ? path : "/usr/bin:/bin";
-	std::size_t start = 0;
-	while (start <= dirs.size()) {
-		std::size_t end = dirs.find(':', start);
-		std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
-		std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-		if (access(candidate.c_str(), X_OK) == 0)
-			return candidate;
-		if (end == std::string::npos)
-			break;
-		start = end + 1;
-	}
-	return "";
 }
 
 /* ---- One host ---------------------------------------------------------------- */

@@ -67,6 +67,9 @@ private:
 /* A file's whole content ("" if it cannot be read). */
 std::string readFile(const std::string &path);
 
+/* The full path of @program found in PATH (as execvp would), or "" when it is not there. */
+std::string inPath(const std::string &program);
+
 struct CommandResult {
 	/* Exit status; 128 + signal if killed; -1 if it could not be run. */
 	int status = -1;
