@@ -118,20 +118,26 @@ std::vector<uint8_t> putFrame(uint64_t seq, uint64_t disp, std::span<const uint8
 	return frame(FrameKind::Put, seq, body);
 }
 
+/* Rank @rank of a job of two ranks on two "hosts", listening on loopback. */
+EngineConfig loopbackConfig(int rank)
+{
+	EngineConfig c;
+	c.hostOf = { 0, 1 };
+	c.interface = "127.0.0.1";
+	c.timeoutMs = 2000;
+	c.spinUs = 50;
+	c.rank = rank;
+	return c;
+}
+
 class EngineTest : public testing::Test
 {
 protected:
 	void SetUp() override
 	{
-		EngineConfig c;
-		c.hostOf = { 0, 1 };
-		c.interface = "127.0.0.1";
-		c.timeoutMs = 2000;
-		c.spinUs = 50;
 		EndpointCard cards[2];
 		for (int r = 0; r < 2; ++r) {
-			c.rank = r;
-			auto e = Engine::listen(c, cards[r]);
+			auto e = Engine::listen(loopbackConfig(r), cards[r]);
 			ASSERT_TRUE(e) << errorMessage(e.code());
 			engines_[r] = std::move(e.value());
 		}
@@ -226,13 +232,8 @@ TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
 TEST_F(EngineTest, AnotherJobsKeyIsRefused)
 {
 	/* An engine of "another job": its own secret, the same addresses. */
-	EngineConfig c;
-	c.hostOf = { 0, 1 };
-	c.interface = "127.0.0.1";
-	c.timeoutMs = 2000;
-	c.rank = 0;
 	EndpointCard cards[2];
-	auto stranger = Engine::listen(c, cards[0]);
+	auto stranger = Engine::listen(loopbackConfig(0), cards[0]);
 	ASSERT_TRUE(stranger) << errorMessage(stranger.code());
 	cards[1] = peer_;
 	cards[1].jobHash = 0;
