@@ -1684,10 +1684,11 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
 		RMA_TRY(w.checkRequestEpoch(call, target));
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
-		/* Another host: complete it now (requests of remote operations do not track replies yet). */
-		if (w.isRemote(target)) [[unlikely]]
-			RMA_TRY(w.flush(call, target));
-		*request = makeRequest(win, target, 0);
+		/*
+		 * Another host: an rput is complete (its data was copied into the
+		 * stream); an rget completes when its replies are in.
+		 */
+		*request = makeRequest(win, target, !Put && w.isRemote(target) ? w.remoteRequestSeq(target) : 0);
 		return RMA_SUCCESS;
 	});
 }
@@ -1701,9 +1702,9 @@ int requestAccumulate(const char *call, AccArgs a, rma_win win, rma_request *req
 		uint64_t seq = 0;
 		a.queuedSeq = &seq;
 		RMA_TRY(w.accumulate(call, a));
-		/* Another host: complete it now (requests of remote operations do not track replies yet). */
+		/* Another host: raccumulate is complete (data copied); rget_accumulate when its replies are in. */
 		if (w.isRemote(a.target)) [[unlikely]]
-			RMA_TRY(w.flush(call, a.target));
+			seq = a.fetch || a.fetchAndOp ? w.remoteRequestSeq(a.target) : 0;
 		*request = makeRequest(win, a.target, seq);
 		return RMA_SUCCESS;
 	});

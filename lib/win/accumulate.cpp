@@ -542,6 +542,11 @@ int Window::completeAccumulates(const char *call, int t, bool remote)
 
 bool Window::testAccumulate(int t, uint64_t seq)
 {
+#ifdef RMA_HAVE_NET
+	/* Another host: @seq is the stream's; done once every reply up to it is in (remote.h). */
+	if (isRemote(t))
+		return remote_->repliesDone(t, seq);
+#endif
 	if (static_cast<unsigned>(t) >= accApplied_.size() || accApplied_[t] >= seq)
 		return true;
 	drainRing(t);
@@ -556,6 +561,10 @@ bool Window::testAccumulate(int t, uint64_t seq)
 
 int Window::waitAccumulate(const char *call, int t, uint64_t seq)
 {
+#ifdef RMA_HAVE_NET
+	if (isRemote(t))
+		return remote_->waitReplies(call, t, seq);
+#endif
 	if (static_cast<unsigned>(t) >= accApplied_.size() || accApplied_[t] >= seq)
 		return RMA_SUCCESS;
 	RMA_TRY(waitUntil(call, "an accumulate to be applied", -1, [&] {

@@ -529,6 +529,41 @@ int RemoteWindow::complete(const char *call, int target, uint64_t count)
 	return RMA_SUCCESS;
 }
 
+uint64_t RemoteWindow::requestSeq(int target)
+{
+	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	return s ? s->sent : 0;
+}
+
+bool RemoteWindow::repliesDone(int target, uint64_t seq)
+{
+	std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	if (!s || !s->link)
+		return true;
+	/* The request must be on its way before anyone waits for its answer. */
+	if (int rc = s->link->push(); rc != RMA_SUCCESS && !s->error)
+		s->error = rc;
+	if (!s->gets.empty() && s->gets.front().seq <= seq && !s->error)
+		if (int rc = s->link->pump(); rc != RMA_SUCCESS && !s->error)
+			s->error = rc;
+	/* Replies come in order: done when the oldest one missing is past @seq (or the link failed). */
+	return s->error || s->gets.empty() || s->gets.front().seq > seq;
+}
+
+int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
+{
+	for (SpinWait wait; !repliesDone(target, seq); wait.once()) {
+	}
+	std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	if (s && s->error) {
+		int rc = s->error;
+		if (!s->link || !s->link->failed())
+			s->error = 0;
+		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+	}
+	return RMA_SUCCESS;
+}
+
 bool RemoteWindow::peerLost(int target)
 {
 	/* Called from the waits' liveness checks: look at the link (reaching it first if need be). */

@@ -19,7 +19,8 @@
  *    return (the bytes are in the socket), remotely at the next flush.
  *  - get: GET frames of the same shape; each reply lands in the origin
  *    buffer (or in a staging buffer, unpacked by the last reply). Complete
- *    at the next flush (the replies come before the flush's ACK).
+ *    at the next flush (the replies come before the flush's ACK), or for
+ *    rget once its replies are in (requestSeq()/repliesDone()).
  *  - flush(t) / flushAll: FLUSH on each stream with traffic since the last
  *    ACK, then wait for the ACKs (TCP order: everything before is applied).
  *  - lock(t): LOCK, wait for its ACK (granted); unlock: flush, UNLOCK, ACK.
@@ -116,6 +117,16 @@ public:
 	 */
 	int post(const char *call, const std::vector<int> &origins);
 	int complete(const char *call, int target, uint64_t count);
+	/*
+	 * Request forms (rget, rget_accumulate): requestSeq() is the stream
+	 * sequence of the last request sent to @target (0: none); the request
+	 * is complete once no reply up to it is missing (repliesDone() reads
+	 * what arrived; waitReplies() waits). rput/raccumulate complete at
+	 * once: the data was copied when queued.
+	 */
+	uint64_t requestSeq(int target);
+	bool repliesDone(int target, uint64_t seq);
+	int waitReplies(const char *call, int target, uint64_t seq);
 	/* Whether the link to @target's host is lost (reads what arrived; connects if not yet connected). */
 	bool peerLost(int target);
 

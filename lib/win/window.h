@@ -447,7 +447,9 @@ public:
 	/* Attributes the application cached (rma_win_set_attr); the predefined ones are the members above. */
 	AttributeSet attributes;
 
-	/* Whether @target is on another host (then request forms complete at once: see remote.h). */
+	/* The stream sequence of the last request to @target on another host (request forms; see remote.h). */
+	uint64_t remoteRequestSeq(int target);
+	/* Whether @target is on another host. */
 	bool isRemote(int target) const
 	{
 		return static_cast<unsigned>(target) < nTargets_ && targets_[target].reach == Reach::Remote;

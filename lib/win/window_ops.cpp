@@ -389,6 +389,16 @@ int Window::get(void *origin, int ocount, rma_datatype otype, int target, rma_ai
 	return fullAccess<false>(origin, ocount, otype, target, disp, tcount, ttype);
 }
 
+uint64_t Window::remoteRequestSeq(int target)
+{
+#ifdef RMA_HAVE_NET
+	if (remote_ && isRemote(target))
+		return remote_->requestSeq(target);
+#endif
+	(void)target;
+	return 0;
+}
+
 /* ---- Synchronization ------------------------------------------------------ */
 
 /*
