@@ -457,6 +457,7 @@ private:
 	Window doneWin_;
 	uint64_t *doneCount_ = nullptr; /* accessed through std::atomic_ref only; nullptr when the job spans hosts */
 	bool oneHost_ = true;
+	int doneRank_ = -1; /* across hosts: the rank whose window holds the done flag */
 	Handle op_ = 0;
 	Elem elem_ = Elem::Byte;
 	PageBuffer originBuf_, resultBuf_, checkBuf_, compareBuf_, model_;
@@ -1105,9 +1106,18 @@ void Bench::finishPassive()
 	if (!passive_)
 		return;
 	if (origin_) {
-		/* Release: pairs with the acquire load below; publishes nothing but the count. */
-		if (doneCount_)
+		if (doneRank_ >= 0) {
+			/* Across hosts: raise the target's flag through the library (its server applies it). */
+			const uint64_t one = 1;
+			Handle u64 = be::basicType(Elem::Uint64);
+			be::lock(false, doneRank_, doneWin_.win);
+			be::accumulate(&one, 1, u64, doneRank_, doneWin_.disp0[doneRank_], 1, u64, be::op(AccOp::Sum),
+				       doneWin_.win);
+			be::unlock(doneRank_, doneWin_.win);
+		} else if (doneCount_) {
+			/* Release: pairs with the acquire load below; publishes nothing but the count. */
 			std::atomic_ref<uint64_t>(*doneCount_).fetch_add(1, std::memory_order_release);
+		}
 	} else if (o_.busyTarget) {
 		const uint64_t want = origins_.size();
 		double rate = computeRate(0, [&] {
@@ -1336,10 +1346,27 @@ int Bench::run()
 							    sizeof(host)) == 0;
 	}
 	if (!oneHost_ && passive_ && o_.busyTarget) {
-		if (rank_ == 0)
-			std::fprintf(stderr, "rmabench: --busy-target needs every rank on the target's host (its done "
-					     "flag is shared memory); this job spans hosts\n");
-		return 2;
+		/*
+		 * Across hosts the done flag is window memory of the target that
+		 * origins raise with an accumulate: it needs a library that
+		 * progresses a target that never calls it (the MPIs do not).
+		 */
+		if (std::strcmp(be::kind(), "librma") != 0) {
+			if (rank_ == 0)
+				std::fprintf(stderr, "rmabench: --busy-target across hosts needs a truly passive target "
+						     "(librma): %s cannot progress a target that never calls it\n",
+					     be::kind());
+			return 2;
+		}
+		WinSpec done;
+		done.flavor = Flavor::Allocate;
+		doneRank_ = targets_.empty() ? 0 : targets_[0];
+		done.bytes = rank_ == doneRank_ ? 64 : 0;
+		doneWin_ = be::allocate(done);
+		if (rank_ == doneRank_) {
+			doneCount_ = reinterpret_cast<uint64_t *>(doneWin_.base);
+			std::atomic_ref<uint64_t>(*doneCount_).store(0, std::memory_order_relaxed); /* published by the barrier below */
+		}
 	}
 	/* The flag passive origins raise when done, in memory every rank maps (one host only: nobody reads it otherwise). */
 	if (oneHost_) {
@@ -1445,7 +1472,7 @@ int Bench::run()
 	run_.what = what;
 	run_.unit = o_.test == Test::Bandwidth || o_.test == Test::Bibw ? "MB/s" : o_.test == Test::Rate ? "Mops/s" : "us";
 
-	if (oneHost_)
+	if (oneHost_ || doneRank_ >= 0)
 		be::free(doneWin_);
 	be::free(win_);
 	if (startGroup_)
