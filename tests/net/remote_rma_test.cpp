@@ -273,5 +273,42 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RemoteRmaAcrossHostsTest,
 					 Layout{ "ThreeHostsTwoTwoAndOneRanks", 3, 5, false }),
 			 [](const testing::TestParamInfo<Layout> &info) { return std::string(info.param.name); });
 
+/* rmabench as a rank of a job across two hosts: it measures over TCP and says so. */
+class RmabenchAcrossHostsTest : public NetnsFixture
+{
+protected:
+	const char *programVariable() const override { return "RMA_RMABENCH"; }
+
+	void SetUp() override
+	{
+		if (!remoteEnabled())
+			GTEST_SKIP() << "RMA_TEST_REMOTE=0";
+		NetnsFixture::SetUp();
+		setenv("RMA_NETNS_TIMEOUT", std::to_string(kLauncherTimeout).c_str(), 1);
+	}
+};
+
+TEST_F(RmabenchAcrossHostsTest, MeasuresOverTcpAndSaysSo)
+{
+	bringUp(2);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	for (const char *test : { "put_latency", "fop_latency" }) {
+		SCOPED_TRACE(test);
+		CommandResult r = run({ "-np", "2", "--map-by", "node", "--bind-to", "none", program_, test, "--max-size",
+					"8", "--iterations", "200" },
+				      kCommandTimeout);
+		ASSERT_EQ(r.status, 0) << r.out << r.err;
+		EXPECT_NE(r.out.find("# transport: rank 0 -> 1: tcp (" + prefix_ + "1 -> " + prefix_ + "2)"),
+			  std::string::npos)
+			<< r.out;
+		/* One row for 8 bytes with a positive latency. */
+		auto row = r.out.find("\n8 ");
+		ASSERT_NE(row, std::string::npos) << r.out;
+		EXPECT_GT(std::atof(r.out.c_str() + row + 2), 0.0) << r.out;
+	}
+	takeDown();
+}
+
 } /* namespace */
 } /* namespace librma */
