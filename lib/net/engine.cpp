@@ -308,6 +308,7 @@ int Link::pump()
 			return RMA_SUCCESS;
 		if (n <= 0)
 			return fail(n == 0 ? ECONNRESET : errno, n == 0 ? "was closed by the peer" : "failed while receiving");
+		received_ += static_cast<uint64_t>(n);
 		int bad = 0;
 		ParseContext ctx = engine_.parseContext(peerHost_);
 		bool ok = assembler_.feed(std::span<const uint8_t>(in_.data(), static_cast<std::size_t>(n)),

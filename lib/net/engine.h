@@ -149,6 +149,8 @@ public:
 	/* Whether the connection failed (error() is its code). */
 	bool failed() const { return error_ != 0; }
 	int error() const { return error_; }
+	/* Bytes received so far: a waiter that sees it grow knows the peer is alive and working. */
+	uint64_t received() const { return received_; }
 
 private:
 	[[gnu::cold]] int fail(int err, const char *what);
@@ -157,6 +159,7 @@ private:
 	UniqueFd fd_;
 	uint32_t peerHost_;
 	uint64_t seq_ = 0;
+	uint64_t received_ = 0;
 	int error_ = 0;
 	FrameAssembler assembler_{ kMaxBody };
 	std::vector<uint8_t> in_;

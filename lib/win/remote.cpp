@@ -148,6 +148,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 {
 	const int timeoutMs = net::engine()->config().timeoutMs;
 	int64_t start = 0;
+	uint64_t seen = s.link->received();
 	if (int rc = s.link->push(); rc != RMA_SUCCESS && !s.error)
 		s.error = rc;
 	for (SpinWait wait; s.acked < seq && !s.error; wait.once()) {
@@ -158,9 +159,11 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0xff) != 0)
 			continue;
 		const int64_t now = nowMs();
-		if (!start)
+		/* The timeout counts silence, not work: replies still streaming in (a window of gets) restart it. */
+		if (!start || s.link->received() != seen) {
 			start = now;
-		else if (!noTimeout && now - start > timeoutMs)
+			seen = s.link->received();
+		} else if (!noTimeout && now - start > timeoutMs)
 			s.error = makeError(RMA_ERR_PROC_FAILED,
 					    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)", s.server,
 					    timeoutMs);
