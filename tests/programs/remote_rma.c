@@ -713,7 +713,7 @@ static void caseDtypeStruct(window *w, int round)
 		if (o != me)
 			place(at + ps, g_sub3d.span, &g_sub3d, o, me, round + 1, POISON);
 	}
-	unsigned char **src = calloc((size_t)n, sizeof *src), **dst = calloc((size_t)n, sizeof *dst);
+	unsigned char **src = calloc((unsigned)n, sizeof *src), **dst = calloc((unsigned)n, sizeof *dst);
 	barrierWith(w);
 
 	for (int j = 1; j < n; ++j) {
