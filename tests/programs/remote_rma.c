@@ -1261,14 +1261,21 @@ static void caseDynamic(window *addrs, int round)
 	barrier();
 
 	unsigned char src[DYN_SLOT], got[DYN_SLOT];
+	/* Results stay valid until the flush completes them (MPI's rule for every result buffer). */
+	int64_t *old = xmalloc((size_t)(unsigned)n * sizeof *old);
+	const int64_t one = 1;
 	CALL(rma_win_lock_all(0, dw));
 	for (int t = 0; t < n; ++t) {
 		fillPattern(src, DYN_SLOT, me, t, round);
 		CALL(rma_put(src, DYN_SLOT, RMA_BYTE, t, at[t] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
-		int64_t one = 1, old;
-		CALL(rma_fetch_and_op(&one, &old, RMA_INT64_T, t, at[t] + (rma_aint)n * DYN_SLOT, RMA_SUM, dw));
+		CALL(rma_fetch_and_op(&one, &old[t], RMA_INT64_T, t, at[t] + (rma_aint)n * DYN_SLOT, RMA_SUM, dw));
 	}
 	CALL(rma_win_flush_all(dw));
+	for (int t = 0; t < n; ++t)
+		if (old[t] < 0 || old[t] >= n)
+			fail("fetch_and_op on rank %d's dynamic counter returned %lld, expected 0..%d", t, (long long)old[t],
+			     n - 1);
+	free(old);
 	CALL(rma_win_unlock_all(dw));
 	barrier();
 	CALL(rma_win_sync(dw));
