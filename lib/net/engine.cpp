@@ -423,6 +423,11 @@ const WindowView *Engine::findView(const void *ctx, uint64_t id) noexcept
 	return it == e->windows_.end() ? nullptr : &it->second.service->view;
 }
 
+/*
+ * The server thread calls this holding registry_; Link::pump() on the
+ * application thread calls it without: windows_ is written only by that
+ * thread (register/unregister), so its own reads cannot race.
+ */
 WindowService *Engine::findService(uint64_t id)
 {
 	auto it = windows_.find(id);

@@ -88,10 +88,7 @@ public:
 	{
 		if (id >= conns_.size() || !conns_[id]->open)
 			return nullptr;
-		Conn &c = *conns_[id];
-		const std::size_t at = c.queued.size();
-		c.queued.resize(at + n);
-		return c.queued.data() + at;
+		return growQueue(conns_[id]->queued, n);
 	}
 
 	int close(ConnId id) override

@@ -242,10 +242,7 @@ uint8_t *UringLoop::append(ConnId id, std::size_t n)
 {
 	if (id >= conns_.size() || !conns_[id]->open)
 		return nullptr;
-	Conn &c = *conns_[id];
-	const std::size_t at = c.queued.size();
-	c.queued.resize(at + n);
-	return c.queued.data() + at;
+	return growQueue(conns_[id]->queued, n);
 }
 
 int UringLoop::close(ConnId id)

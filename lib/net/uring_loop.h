@@ -227,6 +227,14 @@ Result<std::unique_ptr<NetLoop>> makeUringLoop(const FrameHandler &handler, cons
 					       const NetFeatures &features);
 Result<std::unique_ptr<NetLoop>> makePollLoop(const FrameHandler &handler, const NetLoopConfig &config);
 
+/* Both backends' append(): @n more bytes at the end of a connection's send queue, and where they are. */
+inline uint8_t *growQueue(std::vector<uint8_t> &queue, std::size_t n)
+{
+	const std::size_t at = queue.size();
+	queue.resize(at + n);
+	return queue.data() + at;
+}
+
 /* ---- FrameAssembler::feed ---- */
 
 template<typename Deliver>
