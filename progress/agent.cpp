@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/cpu_list.h"
 #include "common/spin_wait.h"
 #include "error/error.h"
 
@@ -364,16 +365,14 @@ Result<ProgressConfig> parseProgressConfig(const char *mode, const char *core, l
 				makeError(RMA_ERR_ARG, "RMA_PROGRESS='%s': want none, thread or agent", mode));
 	}
 	if (core && *core) {
-		char *end;
-		errno = 0;
-		long n = std::strtol(core, &end, 10);
-		if (errno || end == core || *end || n < 0 || n > kMaxCore)
-			return Result<ProgressConfig>::failure(
-				makeError(RMA_ERR_ARG, "RMA_PROGRESS_CORE='%s': want a CPU number (0 or more)", core));
-		if (cpuCount > 0 && n >= cpuCount)
+		auto cpus = parseCpuListStrict(core);
+		if (!cpus || cpus->back() > kMaxCore)
+			return Result<ProgressConfig>::failure(makeError(
+				RMA_ERR_ARG, "RMA_PROGRESS_CORE='%s': want a CPU number or list (\"7\", \"7,15\")", core));
+		if (cpuCount > 0 && cpus->back() >= cpuCount)
 			return Result<ProgressConfig>::failure(makeError(
 				RMA_ERR_ARG, "RMA_PROGRESS_CORE='%s': this host has CPUs 0 to %ld only", core, cpuCount - 1));
-		config.core = static_cast<int>(n);
+		config.cores = std::move(*cpus);
 	}
 	return config;
 }

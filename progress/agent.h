@@ -249,30 +249,28 @@ private:
  *   none    no thread: origins drain the rings themselves while they wait;
  *   thread  every rank runs its own progress thread for the rings of its
  *           own windows (it keeps the rank's binding);
- *   agent   one agent per host (per NUMA node later) serves every window's
- *           rings: for now a thread inside world rank 0, pinned to
- *           RMA_PROGRESS_CORE.
+ *   agent   one agent per NUMA node of each host serves the rings of every
+ *           window whose target memory is on that node, whatever the
+ *           window's communicator: a thread inside the lowest world rank
+ *           bound to that node (lib/core picks it; targets publish their
+ *           rings in the host's ServedDirectory, progress/directory.h).
+ *           RMA_PROGRESS_CORE lists the agents' CPUs: each agent is pinned
+ *           to the listed CPU of its node (a single CPU pins the only
+ *           agent of a one-node host); an agent whose node has none keeps
+ *           its rank's binding.
  *
- * The default is thread (kDefaultProgressMode), because it is correct for
- * every window today and costs nothing extra where no core can be spared:
- *  - a rank's thread serves the rings of its own windows, whose memory its
- *    process maps anyway; the single agent must reach every window's rings,
- *    and a window over a communicator without world rank 0 never passes
- *    its segments to rank 0 (its rings fall back to origin draining);
- *  - the agent's advantage is one spinning core off the ranks' cores; on a
- *    host with no spare core (2 cores here) it shares a rank's core exactly
- *    as each rank's thread shares its own, while making rank 0 the host's
- *    single point of progress (its death stalls every ring);
- *  - idle threads cost almost nothing: each parks after ~50 us without work
- *    and wakes only for a ring or its 100 ms safety timeout.
- * Switch to agent once windows register their rings with the host agent
- * whatever their communicator, and where a core can be dedicated to it.
+ * The default is thread (kDefaultProgressMode): it costs nothing extra
+ * where no core can be spared (an idle thread parks after ~50 us without
+ * work and wakes only for a ring or its 100 ms safety timeout), while the
+ * agents' advantage is a spinning core off the ranks' cores, which needs a
+ * core to dedicate; an agent also makes its rank's process the node's
+ * single point of progress (its death leaves the origins draining).
  */
 struct ProgressConfig {
 	enum class Mode { None, Thread, Agent };
 	Mode mode = Mode::Thread; /* kDefaultProgressMode */
-	/* The agent's CPU (agent mode), -1: not pinned. */
-	int core = -1;
+	/* The agents' CPUs (agent mode): sorted, unique; empty: not pinned. */
+	std::vector<int> cores;
 };
 
 inline constexpr ProgressConfig::Mode kDefaultProgressMode = ProgressConfig::Mode::Thread;
@@ -292,9 +290,10 @@ inline const char *progressModeName(ProgressConfig::Mode mode)
 }
 
 /*
- * Parse the two variables' values (nullptr or "": unset). @cpuCount: CPUs
- * the host has configured (a core must be below it). RMA_ERR_ARG with a
- * message naming the variable and its value when one is bad.
+ * Parse the two variables' values (nullptr or "": unset; the core a CPU
+ * list such as "7" or "7,15"). @cpuCount: CPUs the host has configured
+ * (every core must be below it). RMA_ERR_ARG with a message naming the
+ * variable and its value when one is bad.
  */
 Result<ProgressConfig> parseProgressConfig(const char *mode, const char *core, long cpuCount);
 

@@ -23,13 +23,6 @@ std::string cat(const Parts &...parts)
 	return s;
 }
 
-bool parseNumber(std::string_view text, int &value)
-{
-	const char *end = text.data() + text.size();
-	auto [ptr, ec] = std::from_chars(text.data(), end, value);
-	return !text.empty() && ec == std::errc() && ptr == end && value >= 0;
-}
-
 /* A JSON value as it appeared, shortened, for messages. */
 std::string shown(const json &v)
 {
@@ -249,35 +242,6 @@ bool fromJson(const json &j, PlacementFile &f, std::string &err)
 }
 
 } /* namespace */
-
-std::optional<std::vector<int>> parseCpuListStrict(std::string_view text)
-{
-	std::vector<int> cpus;
-	if (text.empty())
-		return std::nullopt;
-	while (true) {
-		std::size_t comma = text.find(',');
-		std::string_view item = text.substr(0, comma);
-		std::size_t dash = item.find('-');
-		int first, last;
-		if (dash == std::string_view::npos) {
-			if (!parseNumber(item, first))
-				return std::nullopt;
-			last = first;
-		} else if (!parseNumber(item.substr(0, dash), first) || !parseNumber(item.substr(dash + 1), last) ||
-			   last < first || last - first > (1 << 20)) {
-			return std::nullopt;
-		}
-		for (int cpu = first; cpu <= last; ++cpu)
-			cpus.push_back(cpu);
-		if (comma == std::string_view::npos)
-			break;
-		text.remove_prefix(comma + 1);
-	}
-	std::sort(cpus.begin(), cpus.end());
-	cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-	return cpus;
-}
 
 std::optional<PlacementFile> parsePlacementFile(std::string_view text, const std::string &origin, std::string &err)
 {

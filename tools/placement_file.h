@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cpu_list.h" /* parseCpuListStrict */
 #include "numa/topology.h"
 #include "shm/segment.h"
 
@@ -76,7 +77,5 @@ bool checkPlacementFile(const PlacementFile &file, const Topology &topology, con
 
 bool operator==(const PlacementFile &a, const PlacementFile &b);
 
-/* Strict "0-3,8" parsing: nullopt on any malformed item, a descending range or an empty list. */
-std::optional<std::vector<int>> parseCpuListStrict(std::string_view text);
 
 } /* namespace librma */

@@ -55,10 +55,12 @@ void printUsage(FILE *out)
 		     "                       calls involving it fail with RMA_ERR_PROC_FAILED)\n"
 		     "      --progress MODE  who drains the accumulate rings: thread (default: a\n"
 		     "                       progress thread in every rank, on the rank's CPUs),\n"
-		     "                       agent (one agent for the host, in rank 0) or none\n"
+		     "                       agent (one agent per NUMA node, in the lowest rank\n"
+		     "                       bound there, serving every window) or none\n"
 		     "                       (origins drain them while they wait)\n"
-		     "      --progress-core N  the CPU the agent runs on (default: the last CPU no\n"
-		     "                       rank is bound to, else the last CPU, shared)\n"
+		     "      --progress-core LIST  the agents' CPUs, one per NUMA node (\"7\" or\n"
+		     "                       \"7,15\"; default: the last CPU no rank is bound to,\n"
+		     "                       else the last CPU, shared)\n"
 		     "      --placement FILE apply a placement file (rmatune recommend writes them):\n"
 		     "                       each rank bound to exactly its CPUs, window memory\n"
 		     "                       policy and huge pages (RMA_PLACEMENT, RMA_HUGE_PAGES),\n"
@@ -176,12 +178,6 @@ bool applyPlacement(const librma::PlacementFile &file, const std::vector<int> &a
 			  ": only mode agent runs on a chosen core");
 		return false;
 	}
-	if (file.agentCpus.size() > 1) {
-		err = cat("progress.cores ", librma::cpuListText(file.agentCpus),
-			  ": this librma runs one progress agent per host (in rank 0), so one core; an agent per NUMA "
-			  "node is not built yet");
-		return false;
-	}
 	options.rankCpus = file.rankCpus;
 	const std::string policy = file.memoryDefault.str();
 	if (setenv("RMA_PLACEMENT", policy.c_str(), 1) != 0) {
@@ -211,7 +207,7 @@ std::string placementReport(const librma::PlacementFile &file, const char *path,
 			", huge pages ", huge && *huge ? huge : "prefer (default)", "; progress ",
 			mode && *mode ? mode : librma::progressModeName(librma::kDefaultProgressMode)));
 	if (mode && !std::strcmp(mode, "agent"))
-		line.append(cat(" on CPU ", core ? core : "unpinned"));
+		line.append(cat(" on CPUs ", core ? core : "unpinned"));
 	line.append(":");
 	for (std::size_t rank = 0; rank < file.rankCpus.size(); ++rank)
 		line.append(cat(" ", std::to_string(rank), "=", librma::bindingToCpus(file.rankCpus[rank]).text));
@@ -267,7 +263,7 @@ int main(int argc, char **argv)
 	librma::LaunchOptions options;
 	bool haveRanks = false;
 	const char *progress = nullptr;
-	long progressCore = -1;
+	std::vector<int> progressCores; /* empty: rmarun's default */
 	bool report = false;
 	const char *placementPath = nullptr;
 	/* Options a placement file replaces, for the conflict message. */
@@ -344,12 +340,10 @@ int main(int argc, char **argv)
 			break;
 		case OptProgressCore: {
 			placementConflict = "--progress-core";
-			char *end;
-			errno = 0;
-			long n = std::strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || n < 0 || n > INT32_MAX)
-				return usageError("--progress-core wants a CPU number, not '%s'", optarg);
-			progressCore = n;
+			auto cpus = librma::parseCpuListStrict(optarg);
+			if (!cpus)
+				return usageError("--progress-core wants a CPU number or list (7, 7,15), not '%s'", optarg);
+			progressCores = std::move(*cpus);
 			break;
 		}
 		case OptReport:
@@ -404,30 +398,33 @@ int main(int argc, char **argv)
 		if (!applyPlacement(*placement, allowed, options, err))
 			return usageError("--placement %s: %s", placementPath, err.c_str());
 		progress = placement->progressMode.empty() ? nullptr : placement->progressMode.c_str();
-		progressCore = placement->agentCpus.empty() ? -1 : placement->agentCpus.front();
+		progressCores = placement->agentCpus;
 		coreSource = "the placement file";
 	}
-	if (placement && progressCore < 0) {
+	if (placement && progressCores.empty()) {
 		/* The file leaves the agent's core to rmarun: the usual default below. */
 		bool shared;
-		progressCore = defaultProgressCore(options, allowed, &shared);
+		progressCores = { defaultProgressCore(options, allowed, &shared) };
 		coreSource = shared ? "default, shared with a rank" : "default, no rank bound there";
 	} else if (placement) {
 		/* Checked against the allowed CPUs by applyPlacement(). */
-	} else if (progressCore >= 0) {
-		if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), progressCore))
-			return usageError("--progress-core %ld: CPU %ld is not one rmarun may use (%s)", progressCore,
-					  progressCore, librma::cpuListText(allowed).c_str());
+	} else if (!progressCores.empty()) {
+		for (int cpu : progressCores)
+			if (!allowed.empty() && !std::binary_search(allowed.begin(), allowed.end(), cpu))
+				return usageError("--progress-core %s: CPU %d is not one rmarun may use (%s)",
+						  librma::cpuListText(progressCores).c_str(), cpu,
+						  librma::cpuListText(allowed).c_str());
 	} else if (const char *env = std::getenv("RMA_PROGRESS_CORE"); env && *env) {
 		coreSource = "RMA_PROGRESS_CORE";
 	} else {
 		bool shared;
-		progressCore = defaultProgressCore(options, allowed, &shared);
+		progressCores = { defaultProgressCore(options, allowed, &shared) };
 		coreSource = shared ? "default, shared with a rank" : "default, no rank bound there";
 	}
 	if (progress && setenv("RMA_PROGRESS", progress, 1) != 0)
 		return usageError("cannot set RMA_PROGRESS: %s", std::strerror(errno));
-	if (progressCore >= 0 && setenv("RMA_PROGRESS_CORE", std::to_string(progressCore).c_str(), 1) != 0)
+	if (!progressCores.empty() && progressCores.front() >= 0 &&
+	    setenv("RMA_PROGRESS_CORE", librma::cpuListText(progressCores).c_str(), 1) != 0)
 		return usageError("cannot set RMA_PROGRESS_CORE: %s", std::strerror(errno));
 
 	if (options.verbose) {
@@ -438,9 +435,10 @@ int main(int argc, char **argv)
 			modeSource = "default";
 		}
 		const char *core = std::getenv("RMA_PROGRESS_CORE");
-		std::fprintf(stderr, "rmarun: progress %s (%s); agent core %s (%s)%s\n", mode, modeSource,
+		std::fprintf(stderr, "rmarun: progress %s (%s); agent cores %s (%s)%s\n", mode, modeSource,
 			     core ? core : "unpinned", coreSource,
-			     std::strcmp(mode, "agent") ? ", used in agent mode only" : ", agent in rank 0");
+			     std::strcmp(mode, "agent") ? ", used in agent mode only"
+							: ", one agent per NUMA node, in the lowest rank bound there");
 	}
 
 	if (report && placement) {

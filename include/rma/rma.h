@@ -1013,7 +1013,10 @@ RMA_API int rma_free_mem(void *base);
 /* memory, "0" for size 0), rma_numa_node (node it is bound to, "-1" for    */
 /* none or interleaved), rma_memory ("segment", "alloc_mem" or "process":   */
 /* how peers reach this rank's memory), rma_progress ("none", "thread" or   */
-/* "agent": who drains accumulate rings, from RMA_PROGRESS / rmarun).       */
+/* "agent": who drains accumulate rings, from RMA_PROGRESS / rmarun),       */
+/* rma_progress_server (who drains this rank's ring: "thread", its own      */
+/* progress thread; "agent:R", the agent of its memory's NUMA node, in      */
+/* world rank R; "origins", only origins waiting for completion).           */
 /* ------------------------------------------------------------------------ */
 
 /**

@@ -19,6 +19,8 @@
 #include <span>
 #include <string>
 
+#include "common/cpu_list.h"
+
 namespace librma {
 
 struct Knob {
@@ -47,6 +49,11 @@ inline bool number(const char *v)
 	errno = 0;
 	long n = std::strtol(v, &end, 10);
 	return !errno && end != v && !*end && n >= 0;
+}
+
+inline bool cpuList(const char *v)
+{
+	return parseCpuListStrict(v).has_value();
 }
 
 inline bool directory(const char *v)
@@ -100,8 +107,8 @@ inline constexpr Knob kKnobs[] = {
 	  "who drains the accumulate rings: waiting origins only, a thread in each rank, or one agent per host "
 	  "(rmarun --progress)",
 	  knobs::progress },
-	{ "RMA_PROGRESS_CORE", "a CPU number", "the last CPU",
-	  "the CPU the host agent is pinned to (rmarun --progress-core)", knobs::number },
+	{ "RMA_PROGRESS_CORE", "a CPU number or list", "the last CPU",
+	  "the CPUs the agents are pinned to, one per NUMA node (rmarun --progress-core)", knobs::cpuList },
 	{ "RMA_ACC_PATH", "auto, origin or ring", "auto",
 	  "forces the accumulate path for the whole job (a test and benchmark knob)", knobs::accPath },
 	{ "RMA_NO_MEMBARRIER", "0 or 1", "0",

@@ -17,7 +17,9 @@
 #include "common/cache.h"
 #include "common/tsan.h"
 #include "error/error.h"
+#include "numa/topology.h"
 #include "shm/segment.h"
+#include "win/agent_service.h"
 #include "win/remote.h"
 #include "win/stats.h"
 
@@ -227,9 +229,9 @@ std::shared_ptr<Errhandler> predefinedHandler(Errhandler::Kind kind)
 namespace {
 
 inline constexpr uint64_t kDoorbellMagic = 0x534c4c4542414d52ull; /* "RMABELLS" */
-inline constexpr uint32_t kDoorbellVersion = 1;
+inline constexpr uint32_t kDoorbellVersion = 2; /* 2: the served directory after the doorbells */
 
-/* The doorbell segment: this header, then one Doorbell per world rank. */
+/* The host segment: this header, one Doorbell per world rank, then the ServedDirectory. */
 struct alignas(kFalseSharingPad) DoorbellTableHeader {
 	uint64_t magic;
 	uint32_t version;
@@ -239,9 +241,15 @@ static_assert(sizeof(DoorbellTableHeader) == kFalseSharingPad);
 static_assert(offsetof(DoorbellTableHeader, magic) == 0);
 static_assert(offsetof(DoorbellTableHeader, count) == 12);
 
+std::size_t directoryOffset(int count)
+{
+	const std::size_t end = sizeof(DoorbellTableHeader) + static_cast<std::size_t>(count) * sizeof(Doorbell);
+	return (end + kFalseSharingPad - 1) / kFalseSharingPad * kFalseSharingPad;
+}
+
 std::size_t doorbellSegmentBytes(int count)
 {
-	return sizeof(DoorbellTableHeader) + static_cast<std::size_t>(count) * sizeof(Doorbell);
+	return directoryOffset(count) + ServedDirectory::bytes();
 }
 
 struct ProgressState {
@@ -253,6 +261,11 @@ struct ProgressState {
 	ProgressAgent agent;
 	std::mutex lock; /* ensureAgentThread() */
 	bool stopAtExit = false;
+	/* Agent mode: the host's served rings, and which world rank's agent serves which node. */
+	ServedDirectory directory;
+	std::vector<std::pair<int, int>> nodeAgents; /* (NUMA node, world rank), by node */
+	int defaultAgent = -1;                       /* serves nodes without an agent of their own, and -1 */
+	int boundNode = -1;                          /* this process's (boundNode()) */
 };
 
 /*
@@ -275,16 +288,46 @@ void stopAgentAtExit()
 	progressState().agent.stop();
 }
 
+/*
+ * Agent mode: one agent per NUMA node of the host, in the lowest world rank
+ * bound to that node; the default agent (for memory on no node or on a
+ * node without an agent) is the lowest node's, or, if no rank is bound to
+ * one node, the host's lowest world rank. Every rank of the host computes
+ * the same from the same gathered records (@ranks: world rank, node).
+ */
+template<typename Record>
+void chooseAgents(ProgressState &p, const std::vector<Record> &ranks)
+{
+	p.nodeAgents.clear();
+	p.defaultAgent = -1;
+	int lowest = INT32_MAX;
+	for (const Record &r : ranks) {
+		lowest = std::min(lowest, static_cast<int>(r.worldRank));
+		if (r.node < 0)
+			continue;
+		auto at = std::lower_bound(p.nodeAgents.begin(), p.nodeAgents.end(),
+					   std::make_pair(static_cast<int>(r.node), INT32_MIN));
+		if (at != p.nodeAgents.end() && at->first == r.node)
+			at->second = std::min(at->second, static_cast<int>(r.worldRank));
+		else
+			p.nodeAgents.insert(at, { static_cast<int>(r.node), static_cast<int>(r.worldRank) });
+	}
+	p.defaultAgent = p.nodeAgents.empty() ? lowest : p.nodeAgents.front().second;
+}
+
 /* Rank 0 makes the segment, the others map it from the fd it passes. */
 int setUpDoorbells(Comm &world)
 {
 	ProgressState &p = progressState();
 	const int n = world.size();
 	const std::size_t bytes = doorbellSegmentBytes(n);
-	struct {
+	struct Mine {
 		int32_t status;
 		uint32_t count;
-	} mine = { RMA_SUCCESS, static_cast<uint32_t>(n) };
+		int32_t worldRank;
+		int32_t node; /* boundNode(): where this rank's agent would serve */
+	} mine = { RMA_SUCCESS, static_cast<uint32_t>(n), world.rank(), boundNode(Topology::system()) };
+	p.boundNode = mine.node;
 	std::vector<int> fds;
 	int status = RMA_SUCCESS;
 
@@ -324,6 +367,9 @@ int setUpDoorbells(Comm &world)
 		RMA_TRY(host->allgather(std::as_bytes(std::span(&mine, 1)), fds, out));
 		if (status != RMA_SUCCESS)
 			return status;
+		std::vector<Mine> ranks(static_cast<std::size_t>(host->size()));
+		std::memcpy(ranks.data(), out.data.data(), ranks.size() * sizeof(Mine));
+		chooseAgents(p, ranks);
 		int32_t rootStatus;
 		std::memcpy(&rootStatus, out.data.data(), sizeof(rootStatus));
 		if (rootStatus != RMA_SUCCESS)
@@ -348,9 +394,12 @@ int setUpDoorbells(Comm &world)
 		}
 	} else if (status != RMA_SUCCESS) {
 		return status;
+	} else {
+		chooseAgents(p, std::vector<Mine>{ mine });
 	}
 	p.segment.closeFd();
 	p.bells = reinterpret_cast<Doorbell *>(p.segment.data() + sizeof(DoorbellTableHeader));
+	p.directory = ServedDirectory(p.segment.data() + directoryOffset(n));
 	p.count = n;
 	p.worldRank = world.rank();
 	return p.agent.setDoorbell(&p.bells[world.rank()]);
@@ -371,12 +420,59 @@ Doorbell *hostDoorbell(int worldRank)
 	return &p.bells[worldRank];
 }
 
-int agentWorldRank()
+int agentWorldRank(int node)
 {
-	return progressState().config.mode == ProgressConfig::Mode::Agent ? 0 : -1;
+	ProgressState &p = progressState();
+	if (p.config.mode != ProgressConfig::Mode::Agent || !p.bells)
+		return -1;
+	if (node >= 0) {
+		auto at = std::lower_bound(p.nodeAgents.begin(), p.nodeAgents.end(), std::make_pair(node, INT32_MIN));
+		if (at != p.nodeAgents.end() && at->first == node)
+			return at->second;
+	}
+	return p.defaultAgent;
 }
 
-Doorbell *progressDoorbell(int targetWorldRank)
+bool servesNode(int node)
+{
+	ProgressState &p = progressState();
+	return p.bells && agentWorldRank(node) == p.worldRank;
+}
+
+bool isHostAgent()
+{
+	ProgressState &p = progressState();
+	if (p.config.mode != ProgressConfig::Mode::Agent || !p.bells)
+		return false;
+	if (p.defaultAgent == p.worldRank)
+		return true;
+	for (const auto &[node, rank] : p.nodeAgents)
+		if (rank == p.worldRank)
+			return true;
+	return false;
+}
+
+std::vector<int> agentNodes()
+{
+	ProgressState &p = progressState();
+	std::vector<int> nodes;
+	if (p.config.mode != ProgressConfig::Mode::Agent || !p.bells)
+		return nodes;
+	for (const auto &[node, rank] : p.nodeAgents)
+		if (rank == p.worldRank)
+			nodes.push_back(node);
+	if (p.defaultAgent == p.worldRank)
+		nodes.push_back(-1);
+	return nodes;
+}
+
+ServedDirectory servedDirectory()
+{
+	ProgressState &p = progressState();
+	return p.config.mode == ProgressConfig::Mode::Agent ? p.directory : ServedDirectory();
+}
+
+Doorbell *progressDoorbell(int targetWorldRank, int node)
 {
 	switch (progressState().config.mode) {
 	case ProgressConfig::Mode::None:
@@ -384,7 +480,7 @@ Doorbell *progressDoorbell(int targetWorldRank)
 	case ProgressConfig::Mode::Thread:
 		return hostDoorbell(targetWorldRank);
 	case ProgressConfig::Mode::Agent:
-		return hostDoorbell(targetWorldRank) ? hostDoorbell(agentWorldRank()) : nullptr;
+		return hostDoorbell(targetWorldRank) ? hostDoorbell(agentWorldRank(node)) : nullptr;
 	}
 	return nullptr;
 }
@@ -404,11 +500,19 @@ int ensureAgentThread()
 		return RMA_SUCCESS;
 	case ProgressConfig::Mode::Thread:
 		break;
-	case ProgressConfig::Mode::Agent:
-		if (p.worldRank != agentWorldRank())
+	case ProgressConfig::Mode::Agent: {
+		if (!isHostAgent())
 			return RMA_SUCCESS;
-		core = p.config.core;
+		/* A listed CPU of our node; a single CPU pins the only agent of the host. */
+		const Topology &topology = Topology::system();
+		for (int cpu : p.config.cores)
+			if (p.boundNode >= 0 && topology.nodeOfCpu(cpu) == p.boundNode)
+				core = cpu;
+		const bool onlyAgent = p.nodeAgents.size() <= 1;
+		if (core < 0 && onlyAgent && p.config.cores.size() == 1)
+			core = p.config.cores.front();
 		break;
+	}
 	}
 	if (p.agent.running())
 		return RMA_SUCCESS;
@@ -633,6 +737,8 @@ int initRuntime(const rma_bootstrap_ops *external)
 		RMA_TRY(startNetEngine(*world));
 	if (const char *verbose = knobValue("RMA_VERBOSE"); verbose && !std::strcmp(verbose, "1"))
 		printReach(*rt.bootstrap);
+	/* Agent mode: this process may be a node's agent, serving windows it never joins. */
+	RMA_TRY(startAgentService());
 
 	rt.initialized = true;
 	return RMA_SUCCESS;
@@ -652,6 +758,7 @@ int finalizeRuntime()
 	/* Every rank is past its last RMA call: the agent has nothing left to serve. */
 	ProgressState &p = progressState();
 	p.agent.stop();
+	stopAgentService();
 #ifdef RMA_HAVE_NET
 	net::setEngine(nullptr);
 #endif

@@ -26,6 +26,7 @@
 #include "common/result.h"
 #include "core/handle_table.h"
 #include "progress/agent.h"
+#include "progress/directory.h"
 
 namespace librma {
 
@@ -208,9 +209,9 @@ int finalizeRuntime();
 /* ---- Progress ------------------------------------------------------------- */
 /*
  * The host's doorbells: one per world rank, in one memfd segment made by
- * world rank 0 in initRuntime() and mapped by every rank of the host. A
- * rank's doorbell is where its progress thread parks (thread mode); in agent
- * mode the agent parks on its host rank's doorbell. Producers ring the one
+ * the host's first rank in initRuntime() and mapped by every rank of the
+ * host (with the served directory after them). A rank's doorbell is where
+ * its progress thread parks (thread mode), or its agent (agent mode). Producers ring the one
  * progressDoorbell() names after queueing work on a target's ring.
  */
 
@@ -224,19 +225,37 @@ const ProgressConfig &progressConfig();
 Doorbell *hostDoorbell(int worldRank);
 
 /*
- * The world rank whose agent serves every ring of the host in agent mode
- * (world rank 0 for now, one agent per host); -1 in the other modes.
- * Thread-safe.
+ * Agent mode: the world rank whose agent serves ring memory on NUMA node
+ * @node of this host: the lowest world rank bound to @node (boundNode()),
+ * else, for -1 and nodes without one, the host's default agent (the lowest
+ * node's, or the host's lowest world rank when no rank is bound to one
+ * node). -1 in the other modes or before initRuntime(). Thread-safe.
  */
-int agentWorldRank();
+int agentWorldRank(int node = -1);
+
+/* Agent mode: whether this process's agent serves ring memory on @node. Thread-safe. */
+bool servesNode(int node);
+
+/* Agent mode: whether this process runs one of the host's agents. Thread-safe. */
+bool isHostAgent();
+
+/* The nodes this process's agent serves (-1 last for the default role); empty if none. */
+std::vector<int> agentNodes();
 
 /*
- * The doorbell to ring after queueing work for @targetWorldRank: the
- * target's own in thread mode, the host agent's in agent mode; nullptr in
- * none mode (no thread to wake: origins drain the rings themselves) or
- * when @targetWorldRank is out of range. Thread-safe.
+ * Agent mode: the host's directory of rings the agents serve (lives in the
+ * doorbell segment until finalizeRuntime()); invalid in the other modes.
  */
-Doorbell *progressDoorbell(int targetWorldRank);
+ServedDirectory servedDirectory();
+
+/*
+ * The doorbell to ring after queueing work for @targetWorldRank whose
+ * memory is on NUMA node @node: the target's own in thread mode, the
+ * node's agent's in agent mode; nullptr in none mode (no thread to wake:
+ * origins drain the rings themselves) or when @targetWorldRank is out of
+ * range. Thread-safe.
+ */
+Doorbell *progressDoorbell(int targetWorldRank, int node = -1);
 
 /*
  * This process's agent: its sources are the rings this process drains (its
@@ -250,7 +269,8 @@ ProgressAgent &localAgent();
 /*
  * Start localAgent()'s thread if this process should run one and it does
  * not run yet: thread mode, every rank (keeping the rank's binding); agent
- * mode, the rank agentWorldRank() only (pinned to the configured core);
+ * mode, the host agents only (isHostAgent(); each pinned to the listed
+ * core of its node, else keeping its rank's binding);
  * none mode, nobody. Returns RMA_SUCCESS (also when there is nothing to
  * start) or start()'s error (RMA_ERR_ARG: the core cannot be used).
  * Thread-safe. The thread stops in finalizeRuntime() (or at exit()); the

@@ -358,25 +358,28 @@ int Topology::indexOfNode(int id) const
 	return -1;
 }
 
-int currentNode(const Topology &topology)
+int boundNode(const Topology &topology)
 {
 	cpu_set_t allowed;
 	CPU_ZERO(&allowed);
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-		int only = -1;
-		bool single = true;
-		for (int cpu = 0; cpu < CPU_SETSIZE && single; ++cpu) {
-			if (!CPU_ISSET(cpu, &allowed))
-				continue;
-			int node = topology.nodeOfCpu(cpu);
-			if (node < 0 || (only >= 0 && node != only))
-				single = false;
-			else
-				only = node;
-		}
-		if (single && only >= 0)
-			return only;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return -1;
+	int only = -1;
+	for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		int node = topology.nodeOfCpu(cpu);
+		if (node < 0 || (only >= 0 && node != only))
+			return -1;
+		only = node;
 	}
+	return only;
+}
+
+int currentNode(const Topology &topology)
+{
+	if (int node = boundNode(topology); node >= 0)
+		return node;
 	/* Free to roam over several nodes: the one we run on now is the best guess. */
 	int cpu = sched_getcpu();
 	return cpu < 0 ? -1 : topology.nodeOfCpu(cpu);

@@ -92,6 +92,9 @@ private:
 	std::string source_;
 };
 
+/* The node holding every CPU this process may run on, or -1 (several nodes, unknown). */
+int boundNode(const Topology &topology);
+
 /*
  * The node this process's memory should live on: the node holding every CPU
  * the process may run on, else the node of the CPU it runs on now.

@@ -325,15 +325,19 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 		rings_[t] = ring.value();
 		rings_[t].setLiveness(aliveProducer, this, 100'000'000);
 	}
+	acc_.attach(control, n, flavor_ == Flavor::Dynamic);
+	acc_.rings = rings_.data();
+	acc_.plainApply = plainApply_;
 	return RMA_SUCCESS;
 }
 
 /*
  * Who drains which ring (RMA_PROGRESS): none: only waiting origins; thread:
- * each rank's own thread drains its own ring; agent: the host agent (a
- * thread in agentWorldRank()) drains every ring of the windows it is a
- * member of (others fall back to origins draining). Producers ring the
- * server's doorbell after queueing; origins always drain too while waiting.
+ * each rank's own thread drains its own ring; agent: the agent of the NUMA
+ * node its memory is on, in whatever process that is, finds the ring in the
+ * host's served directory (win/agent_service.h) where each target publishes
+ * it. Producers ring the server's doorbell after queueing; origins always
+ * drain too while waiting.
  */
 int Window::startServing()
 {
@@ -341,22 +345,14 @@ int Window::startServing()
 	const ProgressConfig &config = progressConfig();
 	servers_.assign(n, nullptr);
 	served_.clear();
-	if (config.mode == ProgressConfig::Mode::Thread) {
-		for (int r = 0; r < n; ++r)
-			servers_[r] = progressDoorbell(group()->worldRank(r));
-		served_.push_back(rank());
-	} else if (config.mode == ProgressConfig::Mode::Agent) {
-		const int agent = agentWorldRank();
-		if (agent >= 0 && group()->rankOf(agent) != RMA_UNDEFINED) {
-			for (int r = 0; r < n; ++r)
-				servers_[r] = hostDoorbell(agent);
-			if (group()->worldRank(rank()) == agent)
-				for (int r = 0; r < n; ++r)
-					served_.push_back(r);
-		}
-	}
-	if (served_.empty())
+	for (int r = 0; r < n; ++r)
+		if (targets_[r].reach != Reach::Remote)
+			servers_[r] = progressDoorbell(group()->worldRank(r), targets_[r].node);
+	if (config.mode == ProgressConfig::Mode::Agent)
+		return publishRing();
+	if (config.mode != ProgressConfig::Mode::Thread)
 		return RMA_SUCCESS;
+	served_.push_back(rank());
 	ProgressSource source;
 	source.poll = [](void *self) noexcept { return static_cast<Window *>(self)->progressPoll(); };
 	source.pending = [](void *self) noexcept { return static_cast<Window *>(self)->progressPending(); };
@@ -371,6 +367,51 @@ void Window::stopServing()
 	if (serving_)
 		(void)localAgent().removeSource(this);
 	serving_ = false;
+	withdrawRing();
+}
+
+int Window::publishRing()
+{
+	ServedDirectory dir = servedDirectory();
+	const int me = rank();
+	/* Only rings of memory this host maps: apply-lock targets (dynamic, process memory) have none in use. */
+	if (!dir.valid() || ringHome_.memoryFd < 0 || ringHome_.controlFd < 0 || accLocked_[me])
+		return RMA_SUCCESS;
+	ServedTarget t;
+	t.window = ringHome_.controlIno;
+	t.controlPid = ringHome_.controlPid;
+	t.controlFd = ringHome_.controlFd;
+	t.controlDev = ringHome_.controlDev;
+	t.controlIno = ringHome_.controlIno;
+	t.controlBytes = ControlLayout(static_cast<uint32_t>(size()), flavor_ == Flavor::Dynamic).size;
+	t.memoryPid = ringHome_.memoryPid;
+	t.memoryFd = ringHome_.memoryFd;
+	t.memoryHuge = ringHome_.memoryHuge;
+	t.memoryDev = ringHome_.memoryDev;
+	t.memoryIno = ringHome_.memoryIno;
+	t.memoryBytes = ringHome_.memoryBytes;
+	t.memoryOffset = ringHome_.memoryOffset;
+	t.memorySize = static_cast<uint64_t>(targets_[me].size);
+	t.target = me;
+	t.nranks = size();
+	t.node = targets_[me].node;
+	t.flags = (flavor_ == Flavor::Dynamic ? kServedDynamicLayout : 0) | (plainApply_ ? kServedPlainApply : 0);
+	servedEntry_ = dir.publish(t);
+	/* The agent maps the window now rather than at its next safety timeout. */
+	if (servedEntry_ >= 0 && servers_[me])
+		servers_[me]->ring();
+	return RMA_SUCCESS;
+}
+
+void Window::withdrawRing()
+{
+	if (servedEntry_ < 0)
+		return;
+	servedDirectory().withdraw(servedEntry_);
+	servedEntry_ = -1;
+	/* The agent unmaps the window's memory at its next pass. */
+	if (servers_[rank()])
+		servers_[rank()]->ring();
 }
 
 bool Window::peerAlive(int rank) const
@@ -382,8 +423,7 @@ bool Window::peerAlive(int rank) const
 
 /* ---- The consumer ----------------------------------------------------------- */
 
-/* Apply one record to target @t's memory (the consumer role is held). */
-void Window::applyRecord(int t, const MpscRecord &record)
+void AccArea::applyRecord(int t, const MpscRecord &record, std::byte *target) noexcept
 {
 	const std::byte *p = record.payload.data();
 	AccRecord h;
@@ -394,16 +434,16 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	const auto *runs = reinterpret_cast<const TypeNode *>(p + sizeof(h));
 	const std::byte *data = p + sizeof(h) + h.nruns * sizeof(TypeNode);
 	const uint32_t producer = record.producer;
-	std::byte *old = h.fetch ? accReplies_ + producer * kAccReplyBytes + h.replyOffset : nullptr;
-	std::byte *base = targets_[t].base + h.targetOffset;
+	std::byte *old = h.fetch ? replies + producer * kAccReplyBytes + h.replyOffset : nullptr;
+	std::byte *base = target + h.targetOffset;
 	const Op op = static_cast<Op>(h.op);
 	/*
 	 * Ring-only windows, or plain mode entered by us (we hold the role, and
 	 * only the holder sets it): no origin atomic can race with us.
 	 */
-	const bool plain = plainApply_ || accLines_[t].plainMode.load(std::memory_order_relaxed) != 0;
+	const bool plain = plainApply || lines[t].plainMode.load(std::memory_order_relaxed) != 0;
 	if (plain)
-		crossProcessAcquire(&accLines_[t].plainMode); /* ThreadSanitizer: common/tsan.h */
+		crossProcessAcquire(&lines[t].plainMode); /* ThreadSanitizer: common/tsan.h */
 
 	if (record.type == kRecordCompareAndSwap) {
 		const uint32_t eb = elemBytes(h.elem);
@@ -423,17 +463,16 @@ void Window::applyRecord(int t, const MpscRecord &record)
 	 * the elements applied and the fetched values written above.
 	 */
 	if (plain)
-		crossProcessRelease(&accLines_[t].plainMode);
+		crossProcessRelease(&lines[t].plainMode);
 	crossProcessEdge();
 	doneWord(t, static_cast<int>(producer)).store(h.seq, std::memory_order_release);
 }
 
-int Window::drainRing(int t)
+int AccArea::drain(int t, uint64_t me, std::byte *base) noexcept
 {
-	AccTargetLine &line = accLines_[t];
-	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
+	AccTargetLine &line = lines[t];
 	/* Relaxed: cheap looks before the CAS (nothing claimed, or someone draining); the CAS decides. */
-	if (!rings_[t].pending())
+	if (!rings[t].pending())
 		return 0;
 	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
 	if (holder != 0)
@@ -445,10 +484,20 @@ int Window::drainRing(int t)
 	if (!line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
 		return 0;
 	endExpiredLease(t);
-	int n = rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64);
+	int n = rings[t].read([this, t, base](const MpscRecord &r) { applyRecord(t, r, base); }, 64);
 	/* Release: pairs with the acquire above in the next holder. */
 	line.consumer.store(0, std::memory_order_release);
 	return n;
+}
+
+int Window::drainRing(int t)
+{
+	return acc_.drain(t, static_cast<uint64_t>(rank()) + 1, targets_[t].base);
+}
+
+void Window::applyRecord(int t, const MpscRecord &record)
+{
+	acc_.applyRecord(t, record, targets_[t].base);
 }
 
 bool Window::ringPending(int t) const
@@ -990,9 +1039,9 @@ int Window::enterPlain(const char *call, int t)
  * read on their path); the first check after that stamps the time. So the
  * lease ends between kPlainLeaseNs and twice that after the last renewal.
  */
-void Window::endExpiredLease(int t)
+void AccArea::endExpiredLease(int t) noexcept
 {
-	AccTargetLine &line = accLines_[t];
+	AccTargetLine &line = lines[t];
 	/* Relaxed: only consumer-role holders write these, and we hold it (ordered by its acquire). */
 	if (line.plainMode.load(std::memory_order_relaxed) == 0)
 		return;
@@ -1004,10 +1053,20 @@ void Window::endExpiredLease(int t)
 		leavePlain(t);
 }
 
-void Window::leavePlain(int t)
+void AccArea::leavePlain(int t) noexcept
 {
 	/* Release: pairs with the acquire in enterFastOp(); our plain stores come before any later RMW. */
-	accLines_[t].plainMode.store(0, std::memory_order_release);
+	lines[t].plainMode.store(0, std::memory_order_release);
+}
+
+void Window::endExpiredLease(int t)
+{
+	acc_.endExpiredLease(t);
+}
+
+void Window::leavePlain(int t)
+{
+	acc_.leavePlain(t);
 }
 
 /*

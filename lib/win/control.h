@@ -54,7 +54,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 6; /* 6: exclusive locks of one locked instruction */
+inline constexpr uint32_t kControlVersion = 7; /* 7: each rank's pid in its slot */
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -77,6 +77,8 @@ struct alignas(kFalseSharingPad) RankSlot {
 	 * the owner with release, read by peers with acquire.
 	 */
 	std::atomic<uint64_t> barrier;
+	/* The rank's pid, written once at creation: how agents outside the window tell a dead producer. */
+	std::atomic<int32_t> pid;
 	/* The lock word of this rank as a target (see the protocol above); on its own line. */
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */

@@ -151,7 +151,23 @@ struct Record {
 	int32_t accumulateRing; /* rma_accumulate_path=ring here */
 	int32_t membarrier;     /* registered for membarrier(GLOBAL_EXPEDITED) */
 	int32_t pad;
+	/* The descriptors passed, by number in this member and memfd identity (agents open them: agent_service.h). */
+	int32_t memoryFd;
+	int32_t controlFd;
+	uint64_t memoryDev, memoryIno;
+	uint64_t controlDev, controlIno;
 };
+
+/* The st_dev and st_ino of @fd (0, 0 if it cannot be told). */
+void fdIdentity(int fd, uint64_t &dev, uint64_t &ino)
+{
+	struct stat st;
+	dev = ino = 0;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		dev = static_cast<uint64_t>(st.st_dev);
+		ino = static_cast<uint64_t>(st.st_ino);
+	}
+}
 
 const char *flavorCall(Flavor flavor)
 {
@@ -337,6 +353,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	mine.numaNode = -1;
 	mine.accumulateRing = hints_.accumulateRing;
 	mine.membarrier = membarrierReady();
+	mine.memoryFd = mine.controlFd = -1;
 	std::vector<int> fds;
 	if (status == RMA_SUCCESS) {
 		switch (flavor_) {
@@ -359,10 +376,13 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 				mine.mapSize = own_.mappedSize();
 				mine.hugePages = own_.hugePages();
 				fds.push_back(own_.fd());
+				mine.memoryFd = own_.fd();
 				local_ = { own_.pageSize(), own_.numaNode(), "segment" };
 			}
 			if (contiguous && size > 0)
 				local_.kind = "segment";
+			if (contiguous && size > 0)
+				local_.numaNode = policy.reportedNode();
 			break;
 		case Flavor::Create:
 			if (size > 0) {
@@ -373,6 +393,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 					mine.offset = hit->offset;
 					mine.hugePages = hit->segment->hugePages();
 					fds.push_back(hit->segment->fd());
+					mine.memoryFd = hit->segment->fd();
 					local_ = { hit->segment->pageSize(), hit->segment->numaNode(), "alloc_mem" };
 				} else {
 					mine.reach = static_cast<int32_t>(Reach::Process);
@@ -411,11 +432,14 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			}
 			fds.push_back(control_.fd());
 			mine.hasControl = 1;
+			mine.controlFd = control_.fd();
 		} else {
 			status = seg.code();
 		}
 	}
 
+	fdIdentity(mine.memoryFd, mine.memoryDev, mine.memoryIno);
+	fdIdentity(mine.controlFd, mine.controlDev, mine.controlIno);
 	mine.status = status == RMA_SUCCESS ? RMA_SUCCESS : errorClass(status);
 	GatherResult out;
 	/* Spanning: every record to everyone, the descriptors to the members of this host only. */
@@ -461,6 +485,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		t.size = rec.size;
 		t.dispUnit = rec.dispUnit;
 		t.pid = rec.pid;
+		t.node = static_cast<int16_t>(rec.numaNode);
 		t.remoteBase = rec.remoteBase;
 		t.reach = rec.size > 0 || rec.reach == static_cast<int32_t>(Reach::Dynamic) ? static_cast<Reach>(rec.reach)
 											       : Reach::None;
@@ -532,11 +557,39 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			return makeError(RMA_ERR_INTERN, "%s: control segment from rank %d is not a version %u control block",
 					 call, controlRank, kControlVersion);
 	}
-	control_.closeFd();
-	own_.closeFd();
+	/*
+	 * Agent mode: the host's agents open our descriptors (win/agent_service.h),
+	 * so the control segment's maker and each memory's maker keep theirs
+	 * for the window's life (rma_alloc_mem memory keeps its own anyway).
+	 */
+	const bool agents = progressConfig().mode == ProgressConfig::Mode::Agent;
+	if (agents && targets_[me].reach == Reach::Direct && targets_[me].size > 0 && flavor_ != Flavor::Dynamic) {
+		const Record &c = all[controlRank];
+		const Record &m = contiguous ? all[0] : all[me];
+		ringHome_.controlPid = c.pid;
+		ringHome_.controlFd = c.controlFd;
+		ringHome_.controlDev = c.controlDev;
+		ringHome_.controlIno = c.controlIno;
+		ringHome_.memoryPid = m.pid;
+		ringHome_.memoryFd = m.memoryFd;
+		ringHome_.memoryDev = m.memoryDev;
+		ringHome_.memoryIno = m.memoryIno;
+		ringHome_.memoryBytes = m.mapSize;
+		ringHome_.memoryHuge = m.hugePages != 0;
+		ringHome_.memoryOffset = m.offset;
+		if (contiguous)
+			for (int r = 0; r < me; ++r)
+				ringHome_.memoryOffset += static_cast<uint64_t>(std::max<int64_t>(sizes[r], 0));
+	}
+	if (!agents) {
+		control_.closeFd();
+		own_.closeFd();
+	}
 	const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
 	globalLocks_ = reinterpret_cast<GlobalLocks *>(control_.data() + layout.globals);
 	slots_ = reinterpret_cast<RankSlot *>(control_.data() + layout.slots);
+	/* Relaxed: read by agents for liveness only, re-read each time they ask (0: not known yet). */
+	slots_[me].pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
 	pscwPosted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.posted);
 	pscwCompleted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.completed);
 	pscwRow_ = pscwRowBytes(static_cast<uint32_t>(n)) / sizeof(uint32_t);
@@ -688,6 +741,15 @@ void Window::reportInfo(Info &out) const
 	out.set("mpi_accumulate_granularity", std::to_string(hints_.accumulateGranularity));
 	out.set("rma_accumulate_path", hints_.accumulateRing ? "ring" : "auto");
 	out.set("rma_progress", progressModeName(progressConfig().mode));
+	/* Who drains this rank's ring: its own thread, a node's agent (world rank), or only waiting origins. */
+	{
+		std::string server = "origins";
+		if (progressConfig().mode == ProgressConfig::Mode::Thread && !served_.empty())
+			server = "thread";
+		else if (servedEntry_ >= 0)
+			server = "agent:" + std::to_string(agentWorldRank(targets_[rank()].node));
+		out.set("rma_progress_server", server);
+	}
 	out.set("same_size", b(hints_.sameSize));
 	out.set("same_disp_unit", b(hints_.sameDispUnit));
 	out.set("alloc_shared_noncontig", b(hints_.allocSharedNoncontig));

@@ -42,6 +42,7 @@
 #include "common/spin_wait.h"
 #include "common/tsan.h"
 #include "shm/segment.h"
+#include "win/acc_area.h"
 #include "win/control.h"
 
 namespace librma {
@@ -61,6 +62,7 @@ struct TargetView {
 	rma_aint size = 0;
 	int dispUnit = 1;
 	Reach reach = Reach::None;
+	int16_t node = -1; /* NUMA node of the memory (-1: none, interleaved, unknown) */
 	pid_t pid = 0;
 	uint64_t remoteBase = 0; /* the owner's address of its memory */
 };
@@ -539,6 +541,9 @@ private:
 	void applyRecord(int target, const MpscRecord &record);
 	int startServing();
 	void stopServing();
+	/* Agent mode: publish / withdraw this rank's ring in the host's served directory. */
+	int publishRing();
+	void withdrawRing();
 	bool ringPending(int target) const;
 	uint64_t accDoneOf(int target);
 	std::atomic<uint64_t> &doneWord(int target, int origin) const
@@ -607,7 +612,24 @@ private:
 	bool pathAuto_ = true;                 /* RMA_ACC_PATH is auto (read once, at creation) */
 	std::vector<uint64_t> accIssued_;      /* per target: last sequence number queued */
 	std::vector<uint64_t> accApplied_;     /* per target: known applied and collected */
-	std::vector<int> served_;              /* targets whose rings this process drains as an agent */
+	AccArea acc_;                          /* the consumer's view of the same (drainRing) */
+	std::vector<int> served_;              /* targets whose rings this process's thread drains */
+	/*
+	 * Agent mode: where this rank's memory and the control segment can be
+	 * opened from (the processes that keep their descriptors open), and
+	 * our entry in the host's served directory (-1: none).
+	 */
+	struct RingHome {
+		pid_t controlPid = 0;
+		int controlFd = -1;
+		uint64_t controlDev = 0, controlIno = 0;
+		pid_t memoryPid = 0;
+		int memoryFd = -1;
+		uint64_t memoryDev = 0, memoryIno = 0;
+		uint64_t memoryBytes = 0, memoryOffset = 0;
+		bool memoryHuge = false;
+	} ringHome_;
+	int servedEntry_ = -1;
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
 	bool plainCapable_ = false;            /* every member registered for membarrier(): plain mode works */

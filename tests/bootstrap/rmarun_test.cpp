@@ -234,7 +234,7 @@ TEST_F(RmarunTest, VerboseReportsTheProgressChoice)
 {
 	CommandResult r = rmarun({ "-v", "--progress", "agent", "-n", "1", "/bin/true" });
 	EXPECT_EQ(r.status, 0) << r.err;
-	EXPECT_NE(r.err.find("rmarun: progress agent (--progress); agent core"), std::string::npos) << r.err;
+	EXPECT_NE(r.err.find("rmarun: progress agent (--progress); agent cores"), std::string::npos) << r.err;
 }
 
 TEST_F(RmarunTest, RefusesBadProgressValuesWithAClearMessage)
@@ -245,8 +245,9 @@ TEST_F(RmarunTest, RefusesBadProgressValuesWithAClearMessage)
 	} cases[] = {
 		{ { "--progress", "fast" }, "--progress wants none, thread or agent, not 'fast'" },
 		{ { "--progress", "" }, "--progress wants none, thread or agent" },
-		{ { "--progress-core", "one" }, "--progress-core wants a CPU number, not 'one'" },
-		{ { "--progress-core", "-1" }, "--progress-core wants a CPU number, not '-1'" },
+		{ { "--progress-core", "one" }, "--progress-core wants a CPU number or list (7, 7,15), not 'one'" },
+		{ { "--progress-core", "-1" }, "--progress-core wants a CPU number or list (7, 7,15), not '-1'" },
+		{ { "--progress-core", "1-0" }, "--progress-core wants a CPU number or list (7, 7,15), not '1-0'" },
 		{ { "--progress-core", "100000" }, "CPU 100000 is not one rmarun may use" },
 	};
 	for (const Case &k : cases) {
@@ -291,7 +292,7 @@ TEST_F(RmarunTest, HelpListsEveryOption)
 	EXPECT_EQ(r.status, 0);
 	for (const char *option :
 	     { "-n, -np, --nranks", "-x VAR[=VALUE]", "--bind", "--map-by", "--report", "--placement FILE", "--tag-output", "--timeout", "--keep-going", "--progress MODE",
-	       "--progress-core N", "-v, --verbose", "-h, --help", "--version" })
+	       "--progress-core LIST", "-v, --verbose", "-h, --help", "--version" })
 		EXPECT_NE(r.out.find(option), std::string::npos) << option;
 }
 

@@ -501,7 +501,7 @@ TEST(ProgressConfigTest, UnsetMeansTheDefaultUnpinned)
 	auto c = parseProgressConfig(nullptr, nullptr, 2);
 	ASSERT_TRUE(c.ok());
 	EXPECT_EQ(c->mode, kDefaultProgressMode);
-	EXPECT_EQ(c->core, -1);
+	EXPECT_TRUE(c->cores.empty());
 	auto empty = parseProgressConfig("", "", 2);
 	ASSERT_TRUE(empty.ok());
 	EXPECT_EQ(empty->mode, kDefaultProgressMode);
@@ -513,8 +513,12 @@ TEST(ProgressConfigTest, ParsesEveryModeAndACore)
 		auto c = parseProgressConfig(progressModeName(mode), "1", 2);
 		ASSERT_TRUE(c.ok()) << progressModeName(mode);
 		EXPECT_EQ(c->mode, mode);
-		EXPECT_EQ(c->core, 1);
+		EXPECT_EQ(c->cores, std::vector<int>{ 1 });
 	}
+	/* One CPU per NUMA node's agent. */
+	auto list = parseProgressConfig("agent", "0-1", 2);
+	ASSERT_TRUE(list.ok());
+	EXPECT_EQ(list->cores, (std::vector<int>{ 0, 1 }));
 }
 
 TEST(ProgressConfigTest, BadValuesAreArgErrorsNamingTheVariableAndValue)
@@ -528,6 +532,9 @@ TEST(ProgressConfigTest, BadValuesAreArgErrorsNamingTheVariableAndValue)
 		{ "agent", "-1", "RMA_PROGRESS_CORE", "-1" },
 		{ "agent", "1x", "RMA_PROGRESS_CORE", "1x" },
 		{ "agent", "2", "RMA_PROGRESS_CORE", "2" }, /* the host has CPUs 0 and 1 */
+		{ "agent", "0,2", "RMA_PROGRESS_CORE", "0,2" },
+		{ "agent", "1-0", "RMA_PROGRESS_CORE", "1-0" },
+		{ "agent", "0,", "RMA_PROGRESS_CORE", "0," },
 		{ "agent", "99999999999999999999", "RMA_PROGRESS_CORE", "99999999999999999999" },
 	};
 	for (const Case &k : cases) {
@@ -607,7 +614,7 @@ TEST(ProgressRuntimeTest, AgentModeRunsOneThreadInRankZeroPinnedToTheCore)
 		setProgressEnv("agent", "0");
 		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 		EXPECT_EQ(progressConfig().mode, ProgressConfig::Mode::Agent);
-		EXPECT_EQ(progressConfig().core, 0);
+		EXPECT_EQ(progressConfig().cores, std::vector<int>{ 0 });
 		EXPECT_EQ(agentWorldRank(), 0);
 		for (int r = 0; r < 3; ++r)
 			EXPECT_EQ(progressDoorbell(r), hostDoorbell(0));

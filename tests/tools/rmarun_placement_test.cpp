@@ -216,7 +216,7 @@ TEST_F(RmarunPlacementTest, RefusesWhatItCannotApplyWithAClearMessage)
 	EXPECT_NE(missing.err.find("absent.json: cannot read it"), std::string::npos) << missing.err;
 }
 
-TEST_F(RmarunPlacementTest, RefusesTwoAgentCoresAndCpusOutsideTheCpuset)
+TEST_F(RmarunPlacementTest, PassesOneAgentCorePerNodeAndRefusesCpusOutsideTheCpuset)
 {
 	/* An injected topology larger than the host: its CPUs exist there but not for this process. */
 	std::string path = dir_.file("big.json");
@@ -229,10 +229,13 @@ TEST_F(RmarunPlacementTest, RefusesTwoAgentCoresAndCpusOutsideTheCpuset)
 	if (cpus_.size() < 2)
 		GTEST_SKIP() << "two agent cores need two CPUs";
 	const std::string two = std::to_string(cpus_[0]) + "," + std::to_string(cpus_[1]);
+	/* One agent per NUMA node: the list reaches the ranks whole, for each node's agent to pick its own. */
 	r = run(file({ std::to_string(cpus_[0]) }, R"("progress":{"mode":"agent","cores":")" + two + "\"}"),
-		{ "/bin/true" });
-	EXPECT_EQ(r.status, 2) << r.err;
-	EXPECT_NE(r.err.find("one progress agent per host"), std::string::npos) << r.err;
+		{ "/bin/sh", "-c", "echo \"$RMA_PROGRESS $RMA_PROGRESS_CORE\"" });
+	EXPECT_EQ(r.status, 0) << r.err;
+	const std::string list = std::to_string(cpus_[0]) + (cpus_[1] == cpus_[0] + 1 ? "-" : ",") +
+				 std::to_string(cpus_[1]);
+	EXPECT_EQ(r.out, "agent " + list + "\n");
 }
 
 TEST_F(RmarunPlacementTest, PlacementKnobsRefuseBadValues)

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AccArea: one process's view of a window's accumulate area (control.h) and
+ * of its targets' memory, and what the holder of a ring's consumer role
+ * does with it: take the role, apply the queued records, publish each
+ * record's completion, end an expired plain-mode lease, give the role back.
+ *
+ * Two kinds of process drain rings, and both use this one code: the
+ * window's members (origins completing their operations, and each rank's
+ * own progress thread in thread mode) through their Window, and the host's
+ * agents (agent mode, win/agent_service.h), which map the control segment
+ * and the target memory of windows whose communicator may not include
+ * them. Memory orderings are stated where each atomic is used
+ * (accumulate.cpp).
+ *
+ * Thread safety: the consumer role serializes drain() and applyRecord() of
+ * one target across every thread and process; the view itself is set up
+ * once and then only read.
+ */
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "progress/mpsc_ring.h"
+#include "win/control.h"
+
+namespace librma {
+
+struct AccArea {
+	AccTargetLine *lines = nullptr; /* per target */
+	std::byte *done = nullptr;      /* done[t][o] rows */
+	std::size_t doneRow = 0;        /* bytes per row */
+	std::byte *replies = nullptr;   /* per origin: kAccReplyBytes */
+	MpscRing *rings = nullptr;      /* per target, in this process */
+	/* Ring-only window: every record is applied with plain loads and stores. */
+	bool plainApply = false;
+
+	/* Point the view at @control (a mapped control segment of @nranks). Rings are the caller's. */
+	void attach(std::byte *control, uint32_t nranks, bool dynamicLayout)
+	{
+		const ControlLayout layout(nranks, dynamicLayout);
+		lines = reinterpret_cast<AccTargetLine *>(control + layout.accLines);
+		done = control + layout.accDone;
+		doneRow = layout.accDoneRow;
+		replies = control + layout.accReplies;
+	}
+
+	std::atomic<uint64_t> &doneWord(int target, int origin) const
+	{
+		return reinterpret_cast<std::atomic<uint64_t> *>(done + static_cast<std::size_t>(target) * doneRow)[origin];
+	}
+
+	/*
+	 * Take @target's consumer role as @holder (non-zero; a window rank + 1,
+	 * or kAgentHolder), apply up to a batch of its records to the memory at
+	 * @base (the target's window memory in this process), give the role
+	 * back. Returns the records applied; 0 if the ring was empty or another
+	 * holder has the role.
+	 */
+	int drain(int target, uint64_t holder, std::byte *base) noexcept;
+
+	/* Apply one record to @target's memory at @base; the consumer role is held. */
+	void applyRecord(int target, const MpscRecord &record, std::byte *base) noexcept;
+
+	/* The consumer role is held: end plain mode on @target if its lease ran out. */
+	void endExpiredLease(int target) noexcept;
+	/* End plain mode on @target (the role is held). */
+	void leavePlain(int target) noexcept;
+};
+
+/* The consumer-role holder id of a host agent (window ranks + 1 stay below 2^16). */
+inline constexpr uint64_t kAgentHolder = uint64_t(1) << 32;
+
+} /* namespace librma */
