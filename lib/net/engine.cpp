@@ -526,15 +526,13 @@ int Engine::startServer()
 			if (it == e->conns_.end())
 				return;
 			const ServerConn c = std::move(it->second);
+			/* Its parked frames go here, before what it held is released: none is granted later. */
 			e->conns_.erase(it);
-			if (error == 0)
-				return; /* an orderly close: the origin finished */
-			/* Its frames still parked are dropped; what it held here is released. */
-			{
-				std::lock_guard<std::mutex> g(e->registry_);
-				for (auto &[id, entry] : e->windows_)
-					entry.service->onOriginLost(c.peerRank);
-			}
+			/*
+			 * Even an orderly EOF: the kernel of a killed process sends
+			 * FIN too, and an origin that finished holds nothing here.
+			 */
+			e->originGone(c.peerRank);
 			if ((error == ETIMEDOUT || error == EHOSTUNREACH) && e->config_.hostLost)
 				e->config_.hostLost(c.peerHost);
 		};
@@ -638,6 +636,13 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 	}
 }
 
+void Engine::originGone(uint32_t rank)
+{
+	std::lock_guard<std::mutex> g(registry_);
+	for (auto &[id, entry] : windows_)
+		entry.service->onOriginLost(rank);
+}
+
 void Engine::serveLoop()
 {
 	NetLoop &loop = *loopOwner_;
@@ -670,8 +675,11 @@ void Engine::serveLoop()
 				c.parked.erase(c.parked.begin(), c.parked.begin() + static_cast<std::ptrdiff_t>(done));
 			parked |= !c.parked.empty();
 			if (!c.open) {
+				/* Dropped for a malformed frame: it can never unlock what it holds here. */
+				const uint32_t rank = c.peerRank;
 				loop.close(it->first);
 				it = conns_.erase(it);
+				originGone(rank);
 				continue;
 			}
 			++it;

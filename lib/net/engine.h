@@ -103,9 +103,12 @@ public:
 	/* A validated reply for an origin in this process (application thread, inside Link::pump()). */
 	virtual void onReply(const ParsedFrame &frame) noexcept = 0;
 	/*
-	 * The connection of origin world rank @rank broke (not an orderly
-	 * close): that process or its host is gone. Release what it held here
-	 * (server thread, registry lock held).
+	 * The connection of origin world rank @rank ended: it broke (that
+	 * process or its host is gone), was dropped for a malformed frame, or
+	 * closed (the process finished, or was killed: its kernel closes with a
+	 * FIN too). Its requests still parked were dropped first and never
+	 * reach onRequest(). Release what it still holds here (server thread,
+	 * registry lock held).
 	 */
 	virtual void onOriginLost(uint32_t rank) noexcept { (void)rank; }
 	/* Fill by the owner before registering; read by parse(). */
@@ -241,6 +244,8 @@ private:
 	void serveLoop();
 	/* Server thread: one request from @conn; false when it was parked. */
 	bool handleRequest(ConnId conn, std::span<const uint8_t> frame);
+	/* Server thread: origin @rank's connection is gone, its parked requests with it: tell every window. */
+	void originGone(uint32_t rank);
 
 	struct ServerConn {
 		uint32_t peerHost = 0;

@@ -81,6 +81,8 @@ Result<std::unique_ptr<RemoteWindow>> RemoteWindow::create(Window &win, uint64_t
 			v.regions = std::span<const net::MemRegion>(&kAnyAddress, 1);
 		}
 	}
+	/* Before registering: the server thread may apply a LOCK as soon as it can find us. */
+	r->held_.resize(static_cast<std::size_t>(n));
 	r->view.rankInWindow = r->rankInWindow_;
 	r->view.targets = r->views_;
 	uint32_t hosts = 0;
@@ -688,11 +690,42 @@ void RemoteWindow::releaseLock(int target, bool exclusive)
 		word.fetch_sub(lockword::kShared, std::memory_order_release);
 }
 
+void RemoteWindow::noteShared(int origin, int target)
+{
+	std::vector<HeldLocks::Shared> &shared = held_[static_cast<std::size_t>(origin)].shared;
+	for (HeldLocks::Shared &s : shared) {
+		if (s.target == target) {
+			++s.count;
+			return;
+		}
+	}
+	shared.push_back(HeldLocks::Shared{ target, 1 });
+}
+
+bool RemoteWindow::forgetShared(int origin, int target)
+{
+	std::vector<HeldLocks::Shared> &shared = held_[static_cast<std::size_t>(origin)].shared;
+	for (auto it = shared.begin(); it != shared.end(); ++it) {
+		if (it->target != target)
+			continue;
+		if (--it->count == 0)
+			shared.erase(it);
+		return true;
+	}
+	return false;
+}
+
 void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 {
 	const int o = rank < rankInWindow_.size() ? rankInWindow_[rank] : -1;
 	if (o < 0)
 		return;
+	/*
+	 * Its requests still parked died with its connection (the engine drops
+	 * them before calling us), so nothing below is granted to it again.
+	 * What it was granted is released whether or not the grant's ACK ever
+	 * reached it: the bookkeeping is made when the grant is.
+	 */
 	const uint64_t holder = static_cast<uint64_t>(o + 1) << lockword::kHolderShift;
 	for (int t = 0; t < win_.size(); ++t) {
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
@@ -702,6 +735,23 @@ void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 		/* Release: as an unlock would (the dead holder's applied puts come before the next holder). */
 		word.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed);
 	}
+	HeldLocks &held = held_[static_cast<std::size_t>(o)];
+	for (const HeldLocks::Shared &s : held.shared)
+		/*
+		 * Release, as s.count unlocks would (releaseLock()): pairs with the
+		 * acquiring CAS of the next exclusive holder; publishes the lost
+		 * origin's puts that this thread applied under the lock.
+		 */
+		win_.slots_[s.target].lock.fetch_sub(s.count * lockword::kShared, std::memory_order_release);
+	held.shared.clear();
+	if (held.lockAll != 0)
+		/*
+		 * Release, as its UNLOCK_ALLs would: pairs with the seq_cst load
+		 * of the global word in tryLock() and Window::acquireLock() of the
+		 * next exclusive locker; publishes the puts applied under it.
+		 */
+		win_.globalLocks_->word.fetch_sub(held.lockAll * lockword::kLockAll, std::memory_order_release);
+	held.lockAll = 0;
 }
 
 bool RemoteWindow::tryLockAll()
@@ -861,27 +911,51 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 			mirror.store(f.value, std::memory_order_release);
 		return true;
 	}
-	case FrameKind::Lock:
-		if (!tryLock(t, origin, f.word0 == RMA_LOCK_EXCLUSIVE))
+	case FrameKind::Lock: {
+		const bool exclusive = f.word0 == RMA_LOCK_EXCLUSIVE;
+		if (!tryLock(t, origin, exclusive))
 			return false;
+		/* Noted at the grant, before the ACK leaves: a lost origin gives it back, ACK seen or not. */
+		if (!exclusive)
+			noteShared(origin, t);
 		reply.ack();
 		return true;
+	}
 	case FrameKind::Unlock: {
+		/* Relaxed: only this thread writes a remote origin's holder id into the word. */
 		const uint64_t v = win_.slots_[t].lock.load(std::memory_order_relaxed);
 		const uint64_t holder = static_cast<uint64_t>(origin + 1) << lockword::kHolderShift;
-		releaseLock(t, (v & lockword::kHolderMask) == holder);
+		if ((v & lockword::kHolderMask) == holder) {
+			releaseLock(t, true);
+		} else if (forgetShared(origin, t)) {
+			releaseLock(t, false);
+		} else {
+			/* Nothing granted here: leave the word alone (it would free another's lock). */
+			reply.nack(RMA_ERR_RMA_SYNC, static_cast<uint64_t>(t));
+			return true;
+		}
 		reply.ack();
 		return true;
 	}
 	case FrameKind::LockAll:
 		if (!tryLockAll())
 			return false;
+		++held_[static_cast<std::size_t>(origin)].lockAll;
 		reply.ack();
 		return true;
-	case FrameKind::UnlockAll:
+	case FrameKind::UnlockAll: {
+		uint32_t &lockAll = held_[static_cast<std::size_t>(origin)].lockAll;
+		if (lockAll == 0) {
+			/* Not granted here (a lock_all that failed on another host unlocks every host). */
+			reply.nack(RMA_ERR_RMA_SYNC, 0);
+			return true;
+		}
+		--lockAll;
+		/* Release: pairs with the seq_cst load of the global word by the next exclusive locker of this host. */
 		win_.globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
 		reply.ack();
 		return true;
+	}
 	default:
 		/* ATTACH_QUERY: dynamic windows do not span hosts yet. */
 		reply.nack(RMA_ERR_NOT_SUPPORTED, f.header.kind);

@@ -31,7 +31,11 @@
  *    before it is applied; every member waits for every word as on one host.
  * Server side (the engine's server thread): validated PUT, GET, FLUSH,
  * LOCK, UNLOCK, LOCK_ALL, UNLOCK_ALL. A LOCK that cannot be granted is
- * parked by the engine and retried.
+ * parked by the engine and retried. The server remembers the shared locks
+ * and lock_all grants it handed to each origin (an exclusive holder is in
+ * the lock word itself), so that when an origin's connection ends
+ * (onOriginLost) it gives back exactly what that origin still held,
+ * granted reply seen or not; its parked requests die with the connection.
  * Accumulates: ACC / GET_ACC (fetch_and_op too) / CAS frames, applied by the
  * server as the ring's consumer (Window::applyRemote); old values come back
  * as ACC_REPLY before the flush's ACK.
@@ -134,7 +138,12 @@ public:
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
 	/* Origin side: a reply on the link to world rank @server. */
 	void onReply(const net::ParsedFrame &frame) noexcept override;
-	/* Server side: origin world rank @rank is gone: free the exclusive locks it held on this host's targets. */
+	/*
+	 * Server side: origin world rank @rank is gone (its connection ended):
+	 * release every lock it held on this host's targets, as its unlocks
+	 * would have: its exclusive locks (the holder field names it), and the
+	 * shared locks and lock_all grants this server handed it (held_).
+	 */
 	void onOriginLost(uint32_t rank) noexcept override;
 
 private:
@@ -189,6 +198,27 @@ private:
 	bool tryLock(int target, int origin, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	bool tryLockAll();
+	/*
+	 * What this server granted one origin and has not had back: shared
+	 * locks (the kShared it added to a target's word) and lock_all grants
+	 * (kLockAll in this host's global word). Exclusive locks need no entry:
+	 * the word's holder field names the origin. Counts, not flags, so that
+	 * every grant has its release. Touched by LOCK/UNLOCK/LOCK_ALL/
+	 * UNLOCK_ALL and onOriginLost() only (server thread; never the data
+	 * path). Bounded: one entry per target of this host at most.
+	 */
+	struct HeldLocks {
+		struct Shared {
+			int32_t target;
+			uint32_t count;
+		};
+		std::vector<Shared> shared;
+		uint32_t lockAll = 0;
+	};
+	std::vector<HeldLocks> held_; /* by origin window rank */
+	void noteShared(int origin, int target);
+	/* Whether @origin held a shared lock of @target here (then forgotten: one fewer). */
+	bool forgetShared(int origin, int target);
 
 	Window &win_;
 	uint64_t id_;

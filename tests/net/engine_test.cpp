@@ -6,7 +6,9 @@
  * its answers come back; that a connection without the job's key, or
  * speaking garbage, never reaches a window; and that a malformed frame on
  * an authenticated connection drops that connection only (the origin's
- * link fails with RMA_ERR_PROC_FAILED, another link keeps working).
+ * link fails with RMA_ERR_PROC_FAILED, another link keeps working); and
+ * that an origin's connection that ends in any way (reset, orderly close,
+ * dropped) releases what it held, its parked requests never applied.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -52,6 +54,14 @@ public:
 		case FrameKind::Flush:
 			reply.ack();
 			break;
+		case FrameKind::Lock:
+			/* Held by someone until the origin is lost; granted if asked after that. */
+			++lockTries_;
+			if (lost_.load() < 0)
+				return false;
+			++lockGrants_;
+			reply.ack();
+			break;
 		default:
 			reply.nack(RMA_ERR_NOT_SUPPORTED, 0);
 			break;
@@ -60,6 +70,8 @@ public:
 	}
 	void onOriginLost(uint32_t rank) noexcept override { lost_.store(static_cast<int>(rank)); }
 	std::atomic<int> lost_{ -1 };
+	std::atomic<int> lockTries_{ 0 };
+	std::atomic<int> lockGrants_{ 0 };
 	void onReply(const ParsedFrame &f) noexcept override
 	{
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
@@ -179,6 +191,33 @@ protected:
 		return fd;
 	}
 
+	/* A connection to rank 1 that authenticated as rank 0 (a raw fd, so the test decides how it ends). */
+	int authenticatedConnect()
+	{
+		auto key = AuthKey::derive(secret_);
+		EXPECT_TRUE(key) << errorMessage(key.code());
+		if (!key)
+			return -1;
+		int fd = rawConnect();
+		ClientConfig cc;
+		cc.jobHash = jobHash_;
+		cc.worldSize = 2;
+		cc.leader = 0;
+		cc.rank = 0;
+		cc.serverLeader = 1;
+		auto peer = authenticateClient(fd, key.value(), cc);
+		EXPECT_TRUE(peer) << errorMessage(peer.code());
+		return fd;
+	}
+	/* Wait up to 5 s for rank 1's window to hear that origin rank 0 is gone. */
+	bool waitLost()
+	{
+		auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+		while (server_.lost_.load() < 0 && std::chrono::steady_clock::now() < end)
+			std::this_thread::sleep_for(std::chrono::milliseconds(5));
+		return server_.lost_.load() == 0;
+	}
+
 	std::unique_ptr<Engine> engines_[2];
 	FakeWindow server_, origin_;
 	EndpointCard peer_;
@@ -251,25 +290,44 @@ TEST_F(EngineTest, AnotherJobsKeyIsRefused)
 TEST_F(EngineTest, ABrokenConnectionReleasesWhatItsOriginHeld)
 {
 	/* An authenticated origin (rank 0) whose connection then breaks (RST: its process died). */
-	auto key = AuthKey::derive(secret_);
-	ASSERT_TRUE(key) << errorMessage(key.code());
-	int fd = rawConnect();
-	ClientConfig cc;
-	cc.jobHash = jobHash_;
-	cc.worldSize = 2;
-	cc.leader = 0;
-	cc.rank = 0;
-	cc.serverLeader = 1;
-	auto peer = authenticateClient(fd, key.value(), cc);
-	ASSERT_TRUE(peer) << errorMessage(peer.code());
-	/* An orderly close releases nothing; a reset is a lost origin. */
+	int fd = authenticatedConnect();
+	ASSERT_GE(fd, 0);
 	linger hard{ 1, 0 };
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
 	close(fd);
+	EXPECT_TRUE(waitLost());
+}
+
+TEST_F(EngineTest, AnOrderlyCloseReleasesWhatItsOriginHeldToo)
+{
+	/* A killed process's kernel closes its sockets with a FIN, as a finished one does: both release. */
+	int fd = authenticatedConnect();
+	ASSERT_GE(fd, 0);
+	close(fd);
+	EXPECT_TRUE(waitLost());
+}
+
+TEST_F(EngineTest, AParkedRequestOfALostOriginIsNeverApplied)
+{
+	int fd = authenticatedConnect();
+	ASSERT_GE(fd, 0);
+	/* A LOCK the window cannot grant yet: parked, and retried on every pass. */
+	uint8_t body[8] = {};
+	le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
+	auto lock = frame(FrameKind::Lock, 1, body);
+	ASSERT_EQ(write(fd, lock.data(), lock.size()), static_cast<ssize_t>(lock.size()));
 	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-	while (server_.lost_.load() < 0 && std::chrono::steady_clock::now() < end)
-		std::this_thread::sleep_for(std::chrono::milliseconds(5));
-	EXPECT_EQ(server_.lost_.load(), 0);
+	while (server_.lockTries_.load() == 0 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_GT(server_.lockTries_.load(), 0);
+	/* Its origin dies: the parked LOCK goes with its connection, before the window releases what it held. */
+	linger hard{ 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	close(fd);
+	ASSERT_TRUE(waitLost());
+	/* FakeWindow would grant it now: it must never be asked again. */
+	std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	EXPECT_EQ(server_.lockGrants_.load(), 0);
 }
 
 TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
@@ -288,6 +346,8 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
 	int cls = errorClass(l.error());
 	EXPECT_EQ(cls, RMA_ERR_PROC_FAILED) << errorMessage(l.error());
 	EXPECT_EQ(server_.puts(), 0);
+	/* Dropped, it can never unlock: what it held is released. */
+	EXPECT_TRUE(waitLost());
 }
 
 } /* namespace */

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A link cut in the middle of an epoch across two simulated hosts (issue
- * #14, docs/design/inter-host.md §7): remote_fault's rank 0 cuts its own
- * host's link while it puts and flushes to rank 1; rank 1 waits in a fence.
- * Both must fail with RMA_ERR_PROC_FAILED instead of hanging, within the
- * liveness bound (RMA_NET_TIMEOUT_MS, set to 1500 here, plus slack for a
- * loaded machine), and free their windows. mpirun itself cannot finish
- * (its daemon is behind the cut): the harness's timeout ends it, and the
- * ranks' results come through files.
+ * Faults across simulated hosts (issue #14, docs/design/inter-host.md §7),
+ * with remote_fault as the ranks:
+ *  - a link cut in the middle of an epoch: rank 0 cuts its own host's link
+ *    while it puts and flushes to rank 1; rank 1 waits in a fence. Both
+ *    must fail with RMA_ERR_PROC_FAILED instead of hanging, within the
+ *    liveness bound (RMA_NET_TIMEOUT_MS, set to 1500 here, plus slack for a
+ *    loaded machine), and free their windows;
+ *  - a lock holder lost with its host: rank 0 holds a shared lock, lock_all
+ *    or an exclusive lock on rank 1 (another host) when it cuts its host's
+ *    link; rank 2 (a third host) must then get an exclusive lock on rank 1
+ *    within the liveness bound and see rank 0's flushed value.
+ * mpirun itself cannot finish (its daemon is behind the cut): the harness's
+ * timeout ends it, and the ranks' results come through files.
  *
  * Needs root, PMIx and mpirun.openmpi (skipped otherwise).
  */
@@ -83,6 +88,52 @@ TEST_F(RemoteFaultTest, LinkCutMidEpochFailsEveryRankWithProcFailed)
 	}
 	takeDown();
 }
+
+/* The lock kind rank 0 holds on rank 1 when its host drops off the network. */
+class RemoteLockFaultTest : public RemoteFaultTest, public testing::WithParamInterface<std::string>
+{
+};
+
+TEST_P(RemoteLockFaultTest, ALostHoldersLockIsReleasedForTheNextExclusiveLocker)
+{
+	const std::string kind = GetParam();
+	bringUp(3);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	const std::string results = dir_ + "/fault";
+	ASSERT_EQ(mkdir(results.c_str(), 0755), 0) << results;
+	setenv("RMA_NETNS_TIMEOUT", "20", 1);
+	/* --map-by node: rank r on host r + 1; rank 0 shares host 1 with mpirun. */
+	CommandResult r = run({ "-np", "3", "--map-by", "node", "-x", "RMA_NET_TIMEOUT_MS=1500", program_, results,
+				"ip link set dev eth0 down", kind },
+			      60);
+	std::string texts[3];
+	for (int rank = 0; rank < 3; ++rank)
+		texts[rank] = slurp(results + "/rank" + std::to_string(rank));
+	const std::string all = "rank 0:\n" + texts[0] + "rank 1:\n" + texts[1] + "rank 2:\n" + texts[2] +
+				"mpirun said:\n" + r.out + r.err;
+	EXPECT_NE(texts[0].find("holding " + kind), std::string::npos) << all;
+	/* The lost holder's lock came back within the liveness bound (1.5 s of silence), plus slack. */
+	const std::string &survivor = texts[2];
+	auto at = survivor.find("exclusive after ");
+	ASSERT_NE(at, std::string::npos) << "rank 2 never got its exclusive lock on rank 1\n" << all;
+	const long ms = std::atol(survivor.c_str() + at + 16);
+	RecordProperty("exclusive_ms", static_cast<int>(ms));
+	EXPECT_LT(ms, 10000) << all;
+	/* It saw what the lost holder had flushed, then its own write. */
+	const long theirs = kind == "shared" ? 1001 : kind == "lockall" ? 1002 : 1003;
+	EXPECT_NE(survivor.find("read " + std::to_string(theirs) + ", then 7"), std::string::npos) << all;
+	for (int rank = 0; rank < 3; ++rank)
+		EXPECT_EQ(texts[rank].find("watchdog"), std::string::npos) << "rank " << rank << "\n" << all;
+	EXPECT_NE(texts[1].find("served"), std::string::npos) << all;
+	/* The survivors could free their window. */
+	EXPECT_NE(texts[1].find("free class"), std::string::npos) << all;
+	EXPECT_NE(texts[2].find("free class"), std::string::npos) << all;
+	takeDown();
+}
+
+INSTANTIATE_TEST_SUITE_P(LockKinds, RemoteLockFaultTest, testing::Values("shared", "lockall", "exclusive"),
+			 [](const testing::TestParamInfo<std::string> &info) { return info.param; });
 
 } /* namespace */
 } /* namespace librma */

@@ -1,18 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remote_fault: a link cut in the middle of an epoch across hosts (issue
- * #14, docs/design/inter-host.md §7). Two ranks, one on each of two hosts.
+ * remote_fault: faults across hosts in the middle of an epoch (issue #14,
+ * docs/design/inter-host.md §7).
  *
- *   remote_fault RESULT-DIR CUT-COMMAND
+ *   remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive]
  *
- * Rank 0 opens a lock_all epoch and puts + flushes to rank 1 in a loop;
- * after 200 rounds it runs CUT-COMMAND (the driver passes `ip link set dev
- * eth0 down`: rank 0's host loses its link) and goes on until an operation
- * fails. Rank 1 waits in a fence that rank 0 never joins. Each rank must see
- * RMA_ERR_PROC_FAILED (never hang), then free its window. Each writes one
- * line to RESULT-DIR/rank<N> (the file system is shared by the simulated
- * hosts; stdout of rank 1 cannot cross the cut link):
- *   "class C after M ms: MESSAGE" and then "free class F".
+ * Without a lock kind: a link cut mid-epoch. Two ranks, one on each of two
+ * hosts. Rank 0 opens a lock_all epoch and puts + flushes to rank 1 in a
+ * loop; after 200 rounds it runs CUT-COMMAND (the driver passes `ip link set
+ * dev eth0 down`: rank 0's host loses its link) and goes on until an
+ * operation fails. Rank 1 waits in a fence that rank 0 never joins. Each
+ * rank must see RMA_ERR_PROC_FAILED (never hang), then free its window.
+ *
+ * With a lock kind: an origin that dies holding a lock on a target of
+ * another host. Three ranks on three hosts. Rank 0 takes a shared lock on
+ * rank 1 (or lock_all, or an exclusive lock), puts 1001 (1002, 1003) there and
+ * flushes; once rank 2 asks for an exclusive lock on rank 1, it cuts its
+ * host's link and never unlocks. Rank 1's host must release what the lost
+ * origin held, so rank 2 gets the lock within the liveness bound, reads rank
+ * 0's value, writes and reads back its own, and unlocks. Rank 1 serves
+ * until rank 2 is done. The ranks signal each other with files in
+ * RESULT-DIR ("held", "asking", "done").
+ *
+ * Each rank writes its lines to RESULT-DIR/rank<N> (the file system is
+ * shared by the simulated hosts; stdout cannot cross the cut link):
+ *   "class C after M ms: MESSAGE" for a failed operation,
+ *   "exclusive after M ms: read V, then W" for rank 2's lock (lock kinds),
+ *   and then "free class F".
  * A watchdog ends a rank that is still waiting after 30 s (exit 124), so a
  * hang fails the test instead of stalling it.
  */
@@ -63,32 +77,9 @@ static void onAlarm(int sig)
 	_exit(124);
 }
 
-int main(int argc, char **argv)
+/* The link-cut case (no lock kind): see the top of the file. */
+static int cutMidEpoch(rma_win win, int me, const char *cutCommand)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND\n");
-		return 2;
-	}
-	int me = -1, n = 0;
-	if (rma_init(&argc, &argv) != RMA_SUCCESS)
-		return 1;
-	rma_comm_rank(RMA_COMM_WORLD, &me);
-	rma_comm_size(RMA_COMM_WORLD, &n);
-	char path[4096];
-	snprintf(path, sizeof path, "%s/rank%d", argv[1], me);
-	g_out = fopen(path, "w");
-	if (!g_out || n != 2)
-		return 1;
-	signal(SIGALRM, onAlarm);
-	alarm(30);
-
-	long *base;
-	rma_win win;
-	if (rma_win_allocate(4096, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win) != RMA_SUCCESS)
-		return 1;
-	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
-	if (rma_win_fence(0, win) != RMA_SUCCESS)
-		return 1;
 	int rc = RMA_SUCCESS;
 	if (me == 0) {
 		long v = 42;
@@ -97,7 +88,7 @@ int main(int argc, char **argv)
 		for (int i = 0; rc == RMA_SUCCESS; ++i) {
 			if (i == 200) {
 				cut = nowMs();
-				if (system(argv[2]) != 0)
+				if (system(cutCommand) != 0)
 					report("cut command failed");
 			}
 			rc = rma_put(&v, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
@@ -111,6 +102,138 @@ int main(int argc, char **argv)
 		rc = rma_win_fence(0, win); /* rank 0 never comes */
 		describe(rc, start);
 	}
+	return 0;
+}
+
+/* Make the empty file DIR/@name: a signal to the ranks of other hosts. */
+static void signalFile(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (f)
+		fclose(f);
+}
+
+/* Wait for DIR/@name (the watchdog bounds the wait). */
+static void waitFile(const char *dir, const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	while (access(path, F_OK) != 0)
+		usleep(5000);
+}
+
+/*
+ * The lock cases: rank 0 dies (its host's link is cut) holding @kind on
+ * rank 1; rank 2's exclusive lock on rank 1 must still come. The steps
+ * meet through files, not a barrier: the launcher's own traffic could be
+ * cut off mid-barrier.
+ */
+static int lostLockHolder(rma_win win, int me, const char *dir, const char *cutCommand, const char *kind)
+{
+	const long theirs = 1000 + (kind[0] == 's' ? 1 : kind[0] == 'l' ? 2 : 3);
+	if (me == 0) {
+		int rc;
+		if (strcmp(kind, "lockall") == 0)
+			rc = rma_win_lock_all(0, win);
+		else
+			rc = rma_win_lock(strcmp(kind, "shared") == 0 ? RMA_LOCK_SHARED : RMA_LOCK_EXCLUSIVE, 1, 0,
+					  win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_put(&theirs, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(1, win);
+		if (rc != RMA_SUCCESS) {
+			describe(rc, nowMs());
+			return 1;
+		}
+		report("holding %s", kind);
+		signalFile(dir, "held");
+		waitFile(dir, "asking");
+		/* "Dies": its host drops off the network with the lock held, and never unlocks. */
+		const double cut = nowMs();
+		if (system(cutCommand) != 0)
+			report("cut command failed");
+		while (rc == RMA_SUCCESS) {
+			rc = rma_put(&theirs, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
+			if (rc == RMA_SUCCESS)
+				rc = rma_win_flush(1, win);
+		}
+		describe(rc, cut);
+		fclose(g_out);
+		_exit(0);
+	}
+	if (me == 1) {
+		/* Serve (this process is its host's server) until rank 2 is through. */
+		waitFile(dir, "done");
+		report("served");
+		return 0;
+	}
+	waitFile(dir, "held");
+	report("asking for an exclusive lock on rank 1");
+	signalFile(dir, "asking");
+	const double start = nowMs();
+	int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 1, 0, win);
+	if (rc != RMA_SUCCESS) {
+		describe(rc, start);
+	} else {
+		const double granted = nowMs();
+		long seen = -1, mine = 7, back = -1;
+		rc = rma_get(&seen, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(1, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_put(&mine, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(1, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_get(&back, 1, RMA_LONG, 1, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_unlock(1, win);
+		if (rc != RMA_SUCCESS)
+			describe(rc, granted);
+		else
+			report("exclusive after %.0f ms: read %ld, then %ld (rank 0 wrote %ld)", granted - start, seen,
+			       back, theirs);
+	}
+	signalFile(dir, "done");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive]\n");
+		return 2;
+	}
+	const char *kind = argc == 4 ? argv[3] : NULL;
+	if (kind && strcmp(kind, "shared") != 0 && strcmp(kind, "lockall") != 0 && strcmp(kind, "exclusive") != 0) {
+		fprintf(stderr, "remote_fault: unknown lock kind '%s'\n", kind);
+		return 2;
+	}
+	int me = -1, n = 0;
+	if (rma_init(&argc, &argv) != RMA_SUCCESS)
+		return 1;
+	rma_comm_rank(RMA_COMM_WORLD, &me);
+	rma_comm_size(RMA_COMM_WORLD, &n);
+	char path[4096];
+	snprintf(path, sizeof path, "%s/rank%d", argv[1], me);
+	g_out = fopen(path, "w");
+	if (!g_out || n != (kind ? 3 : 2))
+		return 1;
+	signal(SIGALRM, onAlarm);
+	alarm(30);
+
+	long *base;
+	rma_win win;
+	if (rma_win_allocate(4096, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win) != RMA_SUCCESS)
+		return 1;
+	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+	if (rma_win_fence(0, win) != RMA_SUCCESS)
+		return 1;
+	if ((kind ? lostLockHolder(win, me, argv[1], argv[2], kind) : cutMidEpoch(win, me, argv[2])) != 0)
+		return 1;
 	int cls = -1;
 	rma_error_class(rma_win_free(&win), &cls);
 	report("free class %d", cls);
