@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "bootstrap/binding.h"
@@ -193,7 +194,7 @@ bool sweepCandidates(const librma::Topology &t, const SweepPlan &plan, std::vect
 		librma::PlacementFile p = first.placement;
 		p.progressMode = "agent";
 		p.agentCpus = { freeCpu };
-		addVariant("agent-dedicated", cat("progress agent (in rank 0) on CPU ", std::to_string(freeCpu),
+		addVariant("agent-dedicated", cat("progress agent on CPU ", std::to_string(freeCpu),
 						  ", which no rank uses"),
 			   p);
 	} else {
@@ -204,7 +205,7 @@ bool sweepCandidates(const librma::Topology &t, const SweepPlan &plan, std::vect
 		p.progressMode = "agent";
 		p.agentCpus = { first.placement.rankCpus.back().back() };
 		addVariant("agent-shared",
-			   cat("progress agent (in rank 0) on CPU ", std::to_string(p.agentCpus.front()),
+			   cat("progress agent on CPU ", std::to_string(p.agentCpus.front()),
 			       ", shared with rank ", std::to_string(n - 1)),
 			   p);
 	}
@@ -213,7 +214,42 @@ bool sweepCandidates(const librma::Topology &t, const SweepPlan &plan, std::vect
 		p.progressMode = "none";
 		addVariant("progress-none", "no progress thread or agent: origins drain the rings while they wait", p);
 	}
-	skipped.push_back({ "agent-per-node", "one progress agent per NUMA node is not in this librma (one per host)" });
+	{
+		/*
+		 * One agent per NUMA node holding ranks (librma runs each in the
+		 * lowest rank bound there): on the node's last CPU no rank uses,
+		 * else its last rank's CPU, shared.
+		 */
+		std::map<int, std::pair<int, int>> nodes; /* node -> (free CPU or -1, last rank CPU) */
+		for (const std::vector<int> &cpus : first.placement.rankCpus)
+			for (int cpu : cpus)
+				if (int node = t.nodeOfCpu(cpu); node >= 0) {
+					auto &slot = nodes.try_emplace(node, -1, cpu).first->second;
+					slot.second = std::max(slot.second, cpu);
+				}
+		for (auto it = pus.rbegin(); it != pus.rend(); ++it) {
+			auto at = nodes.find(t.nodeOfCpu(*it));
+			if (at != nodes.end() && at->second.first < 0 && !used.count(*it) &&
+			    (plan.allowed.empty() || std::binary_search(plan.allowed.begin(), plan.allowed.end(), *it)))
+				at->second.first = *it;
+		}
+		if (nodes.size() > 1) {
+			librma::PlacementFile p = first.placement;
+			p.progressMode = "agent";
+			std::string where;
+			for (const auto &[node, cpus] : nodes) {
+				const int cpu = cpus.first >= 0 ? cpus.first : cpus.second;
+				p.agentCpus.push_back(cpu);
+				where.append(cat(where.empty() ? "" : ", ", "node ", std::to_string(node), " on CPU ",
+						 std::to_string(cpu), cpus.first >= 0 ? "" : " (shared)"));
+			}
+			std::sort(p.agentCpus.begin(), p.agentCpus.end());
+			addVariant("agent-per-node", cat("one progress agent per NUMA node: ", where), p);
+		} else {
+			skipped.push_back({ cat(first.name, "+agent-per-node"),
+					    "the ranks are on one NUMA node: the same as one agent" });
+		}
+	}
 	if (plan.freeHugePages > 0) {
 		librma::PlacementFile p = first.placement;
 		p.hugePages = librma::HugePages::Require;

@@ -137,7 +137,7 @@ TEST_F(SweepTest, OneNodeTwoCoresLikeThisMachine)
 	EXPECT_EQ(two.front().aliases,
 		  (std::vector<std::string>{ "scatter-package", "scatter-numa", "scatter-l3", "compact-last" }));
 	for (const char *name : { "compact-smt", "compact+interleave", "compact+heaviest-node", "compact+huge",
-				  "compact+agent-dedicated", "agent-per-node" })
+				  "compact+agent-dedicated", "compact+agent-per-node" })
 		EXPECT_TRUE(std::any_of(skipped.begin(), skipped.end(), [&](const SweepSkip &s) { return s.name == name; }))
 			<< name << " is not listed as skipped";
 	/* One rank: compact (CPU 0) and compact-last (CPU 1) differ; a free CPU for a dedicated agent. */
@@ -160,6 +160,13 @@ TEST_F(SweepTest, HugePagesAndHeaviestOriginWhenTheirInputsExist)
 	/* Compact puts rank 5 on core 5, the second core of node 1. */
 	EXPECT_EQ(find(c, "compact+heaviest-node")->placement.memoryDefault.kind, librma::Placement::Kind::Node);
 	EXPECT_EQ(find(c, "compact+heaviest-node")->placement.memoryDefault.node, 1);
+	/* Compact's 8 ranks span both nodes: one agent per node, each on a CPU of its node. */
+	const auto *perNode = find(c, "compact+agent-per-node");
+	ASSERT_NE(perNode, nullptr);
+	EXPECT_EQ(perNode->placement.progressMode, "agent");
+	ASSERT_EQ(perNode->placement.agentCpus.size(), 2u);
+	EXPECT_EQ(topology_.nodeOfCpu(perNode->placement.agentCpus[0]), 0);
+	EXPECT_EQ(topology_.nodeOfCpu(perNode->placement.agentCpus[1]), 1);
 }
 
 TEST_F(SweepTest, TooManyRanksIsAClearError)
