@@ -194,10 +194,40 @@ int Window::compareAndSwapCounted(const char *call, const void *origin, const vo
 }
 
 /*
- * Merge this rank's row into the job's file. Failures are reported on
- * stderr and otherwise ignored: statistics never fail a job's rma_win_free.
+ * Every member's row to the window's rank 0, which writes them all (the
+ * others write nothing). Collective: every member of a window has stats_
+ * (RMA_STATS is the job's). A row is this rank's memory size, then its
+ * traffic_.
  */
-void Window::writeTraffic()
+int Window::gatherTraffic()
+{
+	const std::size_t n = static_cast<std::size_t>(size());
+	if (traffic_.size() != n * kTrafficKinds * 2)
+		return RMA_SUCCESS; /* never started: nothing counted, nothing to write */
+	std::vector<uint64_t> row(1 + traffic_.size());
+	row[0] = static_cast<uint64_t>(localSize_);
+	std::copy(traffic_.begin(), traffic_.end(), row.begin() + 1);
+	GatherResult out;
+	RMA_TRY(comm_->allgather(std::as_bytes(std::span(row)), {}, out));
+	if (out.data.size() != n * row.size() * sizeof(uint64_t))
+		return makeError(RMA_ERR_INTERN, "rma_win_free: RMA_STATS rows of window '%s' did not gather",
+				 name.c_str());
+	if (rank() != 0) {
+		stats_ = false;
+		return RMA_SUCCESS;
+	}
+	std::vector<uint64_t> all(n * row.size());
+	std::memcpy(all.data(), out.data.data(), out.data.size());
+	writeTraffic(&all);
+	return RMA_SUCCESS;
+}
+
+/*
+ * Merge rows into the job's file: @all, every member's (gatherTraffic()),
+ * else this rank's own. Failures are reported on stderr and otherwise
+ * ignored: statistics never fail a job's rma_win_free.
+ */
+void Window::writeTraffic(const std::vector<uint64_t> *all)
 {
 	if (!stats_)
 		return;
@@ -207,6 +237,9 @@ void Window::writeTraffic()
 	const std::size_t n = world.size();
 	const int me = rank();
 	if (path.empty() || n == 0 || traffic_.size() != n * kTrafficKinds * 2)
+		return;
+	const std::size_t rowWords = 1 + traffic_.size();
+	if (all && all->size() != n * rowWords)
 		return;
 	UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
 	if (fd.get() < 0 || flock(fd.get(), LOCK_EX) != 0) {
@@ -247,18 +280,27 @@ void Window::writeTraffic()
 	json &w = *entry;
 	if (!name.empty())
 		w["name"] = name;
-	w["sizes"][static_cast<std::size_t>(me)] = static_cast<uint64_t>(localSize_);
+	/* One member's row: @r its window rank, @size its memory, @counts its traffic_. */
+	auto put = [&](std::size_t r, uint64_t size, const uint64_t *counts) {
+		w["sizes"][r] = size;
+		w["reported"].push_back(world[r]);
+		for (std::size_t t = 0; t < n; ++t)
+			for (int k = 0; k < kTrafficKinds; ++k) {
+				const std::size_t at = (t * kTrafficKinds + static_cast<std::size_t>(k)) * 2;
+				w["ops"][kTrafficKindNames[k]][r][t] = counts[at];
+				w["bytes"][kTrafficKindNames[k]][r][t] = counts[at + 1];
+			}
+	};
+	if (all) {
+		for (std::size_t r = 0; r < n; ++r)
+			put(r, (*all)[r * rowWords], all->data() + r * rowWords + 1);
+	} else {
+		put(static_cast<std::size_t>(me), static_cast<uint64_t>(localSize_), traffic_.data());
+	}
 	uint64_t total = 0;
 	for (const json &s : w["sizes"])
 		total += s.get<uint64_t>();
 	w["size"] = total;
-	w["reported"].push_back(world[static_cast<std::size_t>(me)]);
-	for (std::size_t t = 0; t < n; ++t)
-		for (int k = 0; k < kTrafficKinds; ++k) {
-			const std::size_t at = (t * kTrafficKinds + static_cast<std::size_t>(k)) * 2;
-			w["ops"][kTrafficKindNames[k]][static_cast<std::size_t>(me)][t] = traffic_[at];
-			w["bytes"][kTrafficKindNames[k]][static_cast<std::size_t>(me)][t] = traffic_[at + 1];
-		}
 	if (!writeAll(fd.get(), j.dump(1) + "\n"))
 		std::fprintf(stderr, "librma: RMA_STATS: cannot write %s (%s); window '%s' not reported\n", path.c_str(),
 			     std::strerror(errno), name.c_str());

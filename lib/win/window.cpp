@@ -687,6 +687,8 @@ int Window::free()
 				 "(call rma_win_fence first)",
 				 name.c_str());
 	RMA_TRY(barrier("rma_win_free"));
+	if (stats_) [[unlikely]]
+		RMA_TRY(gatherTraffic());
 	abandon();
 	return RMA_SUCCESS;
 }

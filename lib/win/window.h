@@ -464,8 +464,12 @@ private:
 	/*
 	 * Traffic statistics (stats.cpp). The full paths hand over to these
 	 * cold wrappers when stats_ is set: they run the operation and count it
-	 * if it succeeded on a real target. writeTraffic() merges this rank's
-	 * row into the job's file (at free or abandon), once.
+	 * if it succeeded on a real target. At a collective free,
+	 * gatherTraffic() brings every member's row to the window's rank 0,
+	 * which writes the window whole into its host's file (so a window
+	 * across hosts is reported on one host, without a shared file
+	 * system); without one (abandon: finalize, a dead member),
+	 * writeTraffic() merges this rank's own row, once.
 	 */
 	[[gnu::cold]] void startTraffic(uint64_t id);
 	[[gnu::cold]] void countTraffic(TrafficKind kind, int target, uint64_t bytes);
@@ -477,7 +481,8 @@ private:
 						rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
 	int compareAndSwapBody(const char *call, const void *origin, const void *compare, void *result,
 			       rma_datatype type, int target, rma_aint disp, uint64_t *queuedSeq);
-	[[gnu::cold]] void writeTraffic();
+	[[gnu::cold]] void writeTraffic(const std::vector<uint64_t> *all = nullptr);
+	[[gnu::cold]] int gatherTraffic();
 
 	int build(int status, void *base, rma_aint size, int dispUnit);
 	int barrier(const char *call);

@@ -175,6 +175,41 @@ TEST(StatsTest, KnownOperationsGiveExactCountsByKindAndPair)
 	EXPECT_EQ((*open)["bytes"]["put"], json({ { 0, 4 }, { 4, 0 } }));
 }
 
+/*
+ * A window freed collectively is written whole by its rank 0: here each
+ * rank's RMA_STATS names its own directory, as on hosts without a shared
+ * file system, and rank 0's file holds both rows while rank 1's stays empty.
+ */
+TEST(StatsTest, AFreedWindowIsWrittenWholeByItsRankZero)
+{
+	ScratchDir a, b;
+	StatsEnv env(a.path().c_str());
+	const std::string other = b.path();
+	ASSERT_EQ(runRanks(2, [&other](int rank) {
+			  if (rank == 1)
+				  setenv("RMA_STATS", other.c_str(), 1);
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  int *base;
+			  rma_win win;
+			  ASSERT_EQ(rma_win_allocate(64, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			  char c[5] = {};
+			  ASSERT_EQ(rma_put(c, rank + 2, RMA_CHAR, 1 - rank, 0, rank + 2, RMA_CHAR, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }),
+		  0);
+	EXPECT_TRUE(filesIn(b.path()).empty()) << "rank 1 wrote its own row";
+	json f = json::parse(readFile(a.file("rma-stats.json")), nullptr, false);
+	ASSERT_FALSE(f.is_discarded());
+	ASSERT_EQ(f["windows"].size(), 1u);
+	EXPECT_EQ(f["windows"][0]["bytes"]["put"], json({ { 0, 2 }, { 3, 0 } }));
+	EXPECT_EQ(f["windows"][0]["sizes"], json({ 64, 64 }));
+	std::vector<int> reported = f["windows"][0]["reported"].get<std::vector<int>>();
+	EXPECT_EQ(reported, std::vector<int>({ 0, 1 }));
+}
+
 TEST(StatsTest, DirectoryValueWritesTheDefaultNameInIt)
 {
 	ScratchDir dir;
