@@ -182,6 +182,11 @@ bool fromJson(const json &j, PlacementFile &f, std::string &err)
 				return false;
 			}
 			for (auto it = m["windows"].begin(); it != m["windows"].end(); ++it) {
+				/* The names reach the ranks in RMA_PLACEMENT_WINDOWS: refuse one it cannot carry. */
+				if (std::string why = windowNameProblem(it.key()); !why.empty()) {
+					err = cat("memory.windows: ", shown(json(it.key())), ": ", why);
+					return false;
+				}
 				Placement p;
 				if (!policyOf(it.value(), p)) {
 					err = cat("memory.windows.", it.key(), ": ", shown(it.value()),

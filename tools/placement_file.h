@@ -17,6 +17,8 @@
  *
  * Memory policies use librma's rma_placement words: local (the window
  * owner's node; "owner" is taken as a synonym), interleave, node:N, none.
+ * memory.windows names windows as their rma_win_name info key does (1 to
+ * RMA_MAX_OBJECT_NAME-1 characters, neither ';' nor '=': windowNameProblem()).
  * Huge pages: off, prefer, require ("on" is taken as require).
  *
  * The parser and writer are pure; checkAgainst() holds a file against a

@@ -63,10 +63,12 @@ void printUsage(FILE *out)
 		     "                       else the last CPU, shared)\n"
 		     "      --placement FILE apply a placement file (rmatune recommend writes them):\n"
 		     "                       each rank bound to exactly its CPUs, window memory\n"
-		     "                       policy and huge pages (RMA_PLACEMENT, RMA_HUGE_PAGES),\n"
-		     "                       progress mode and agent core; what librma cannot apply\n"
-		     "                       yet is refused, never ignored. Excludes --bind,\n"
-		     "                       --map-by, --progress and --progress-core\n"
+		     "                       policy and huge pages (RMA_PLACEMENT, RMA_HUGE_PAGES;\n"
+		     "                       per-window policies for windows created with info\n"
+		     "                       key rma_win_name: RMA_PLACEMENT_WINDOWS), progress\n"
+		     "                       mode and agent core; what librma cannot apply yet is\n"
+		     "                       refused, never ignored. Excludes --bind, --map-by,\n"
+		     "                       --progress and --progress-core\n"
 		     "  -x VAR[=VALUE]       set VAR to VALUE in the ranks' environment (repeatable);\n"
 		     "                       -x VAR passes rmarun's own VAR and fails if it is unset\n"
 		     "      --report         print one line before starting: the topology, and\n"
@@ -155,6 +157,15 @@ std::optional<librma::PlacementFile> loadPlacement(const char *path, std::string
 	return librma::parsePlacementFile(text.str(), path, err);
 }
 
+/* The file's memory.windows as RMA_PLACEMENT_WINDOWS text ("" for none); the parser has checked the names. */
+std::string windowPoliciesText(const librma::PlacementFile &file)
+{
+	std::vector<librma::WindowPlacement> list;
+	for (const auto &[name, policy] : file.windowPolicies)
+		list.push_back({ name, policy });
+	return librma::windowPlacementsText(list);
+}
+
 /*
  * Check @file against this host and put it into @options and the ranks'
  * environment. What librma cannot apply yet is refused here, with the
@@ -166,12 +177,6 @@ bool applyPlacement(const librma::PlacementFile &file, const std::vector<int> &a
 	const librma::Topology &topology = librma::Topology::system();
 	if (!librma::checkPlacementFile(file, topology, allowed, err))
 		return false;
-	if (!file.windowPolicies.empty()) {
-		err = cat("memory.windows.", file.windowPolicies.front().first,
-			  ": per-window policies cannot be applied yet (librma names a window only after its memory is "
-			  "placed); give memory.default, or set the window's rma_placement info key in the program");
-		return false;
-	}
 	if (!file.agentCpus.empty() && file.progressMode != "agent") {
 		err = cat("progress.cores names agent cores, but progress.mode is ",
 			  file.progressMode.empty() ? std::string("unset (thread)") : file.progressMode,
@@ -182,6 +187,17 @@ bool applyPlacement(const librma::PlacementFile &file, const std::vector<int> &a
 	const std::string policy = file.memoryDefault.str();
 	if (setenv("RMA_PLACEMENT", policy.c_str(), 1) != 0) {
 		err = cat("cannot set RMA_PLACEMENT: ", std::strerror(errno));
+		return false;
+	}
+	/*
+	 * Per-window policies: a window created with info key rma_win_name=NAME
+	 * takes NAME's. The file replaces any inherited value, as it does
+	 * RMA_PLACEMENT: the memory goes where the file says.
+	 */
+	const std::string windows = windowPoliciesText(file);
+	if ((windows.empty() ? unsetenv("RMA_PLACEMENT_WINDOWS")
+			     : setenv("RMA_PLACEMENT_WINDOWS", windows.c_str(), 1)) != 0) {
+		err = cat("cannot set RMA_PLACEMENT_WINDOWS: ", std::strerror(errno));
 		return false;
 	}
 	static const char *const hugeWords[] = { "off", "prefer", "require" };
@@ -203,8 +219,10 @@ std::string placementReport(const librma::PlacementFile &file, const char *path,
 	const char *huge = std::getenv("RMA_HUGE_PAGES");
 	const char *mode = std::getenv("RMA_PROGRESS");
 	const char *core = std::getenv("RMA_PROGRESS_CORE");
-	line.append(cat("; allowed CPUs ", librma::cpuListText(allowed), "; window memory ", file.memoryDefault.str(),
-			", huge pages ", huge && *huge ? huge : "prefer (default)", "; progress ",
+	line.append(cat("; allowed CPUs ", librma::cpuListText(allowed), "; window memory ", file.memoryDefault.str()));
+	if (const std::string windows = windowPoliciesText(file); !windows.empty())
+		line.append(cat(", by window name ", windows, " (RMA_PLACEMENT_WINDOWS)"));
+	line.append(cat(", huge pages ", huge && *huge ? huge : "prefer (default)", "; progress ",
 			mode && *mode ? mode : librma::progressModeName(librma::kDefaultProgressMode)));
 	if (mode && !std::strcmp(mode, "agent"))
 		line.append(cat(" on CPUs ", core ? core : "unpinned"));

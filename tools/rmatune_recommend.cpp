@@ -175,6 +175,64 @@ bool costModelFromProfile(const json &p, CostModel &model, std::string &err)
 					++estimatedRemote;
 				}
 			}
+		/*
+		 * By node, for the memory policy: the nodes with memory (the
+		 * topology's, else the measured columns, else the cores' nodes),
+		 * latency from each node with a core to each of them.
+		 */
+		std::vector<int> withMemory;
+		if (t.contains("numa_nodes") && t["numa_nodes"].is_array()) {
+			for (const json &n : t["numa_nodes"])
+				if (n.value("has_memory", true))
+					withMemory.push_back(n.at("id").get<int>());
+		}
+		if (withMemory.empty())
+			withMemory = toNodes;
+		if (withMemory.empty())
+			for (const Slot &slot : model.slots)
+				withMemory.push_back(slot.node);
+		std::sort(withMemory.begin(), withMemory.end());
+		withMemory.erase(std::unique(withMemory.begin(), withMemory.end()), withMemory.end());
+		model.memoryNodes = withMemory;
+		for (const Slot &slot : model.slots)
+			for (int to : withMemory) {
+				auto it = nodeLatency.find({ slot.node, to });
+				const bool measured = it != nodeLatency.end();
+				if (!measured && !model.nodeLatencyNs.count({ slot.node, to })) {
+					if (slot.node == to)
+						++estimatedLocal;
+					else
+						++estimatedRemote;
+				}
+				model.nodeLatencyNs[{ slot.node, to }] = measured	   ? it->second
+									 : slot.node == to ? localEstimate
+											   : remoteEstimate;
+			}
+		if (mem.contains("bandwidth") && mem["bandwidth"].contains("median")) {
+			const json &bw = mem["bandwidth"]["median"];
+			for (std::size_t r = 0; r < fromNodes.size() && r < bw.size(); ++r)
+				for (std::size_t c = 0; c < toNodes.size() && c < bw[r].size(); ++c)
+					if (isNumber(bw[r][c]) && bw[r][c].get<double>() > 0) {
+						double &best = model.nodeBandwidthGBs[toNodes[c]];
+						best = std::max(best, bw[r][c].get<double>());
+					}
+			/* A memory node without a figure takes the median of those measured, and the evidence says so.
+			 */
+			std::vector<double> measured;
+			for (const auto &[node, gbs] : model.nodeBandwidthGBs)
+				measured.push_back(gbs);
+			for (int node : withMemory)
+				if (!measured.empty() && !model.nodeBandwidthGBs.count(node)) {
+					model.nodeBandwidthGBs[node] = median(measured);
+					model.estimates.push_back(cat("memory bandwidth of node ", std::to_string(node),
+								      ": unmeasured, taken as ",
+								      fmt("%.1f", median(measured)),
+								      " GB/s (median of measured nodes)"));
+				}
+		}
+		if (t.contains("huge_pages") && t["huge_pages"].contains("free") &&
+		    t["huge_pages"]["free"].is_number_integer())
+			model.hugePagesFree = t["huge_pages"]["free"].get<long long>();
 		if (estimatedLocal > 0)
 			model.estimates.push_back(cat("memory, local: unmeasured node pairs take ", fmt("%.1f", localEstimate),
 						      " ns (median of measured local cells", local.empty() ? ", none: remote" : "",
@@ -201,9 +259,18 @@ struct StatsBytes {
 	double bytes;
 };
 
-bool statsEntries(const json &j, const std::string &origin, const std::vector<std::string> &windows,
-		  std::vector<StatsBytes> &entries, int &size, std::string &err)
+/* @bytes rounded up to whole 2 MiB pages. */
+long long hugeRounded(double bytes)
 {
+	const auto page = static_cast<long long>(librma::kHugePageSize);
+	return (static_cast<long long>(bytes) + page - 1) / page * page;
+}
+
+bool statsEntries(const json &j, const std::string &origin, const std::vector<std::string> &windows,
+		  std::vector<StatsBytes> &entries, int &size, std::string &err, Traffic &out)
+{
+	out.hugePageBytes = 0;
+	out.windowsInPool = 0;
 	if (!j.contains("world_size") || !j["world_size"].is_number_integer() || j["world_size"].get<int>() <= 0 ||
 	    !j.contains("windows") || !j["windows"].is_array()) {
 		err = cat(origin, ": a librma-stats file needs \"world_size\" and \"windows\"");
@@ -221,6 +288,17 @@ bool statsEntries(const json &j, const std::string &origin, const std::vector<st
 		}
 		const std::string name = w.value("name", std::string());
 		const std::string id = w.contains("id") ? w["id"].dump() : std::string();
+		/* Every window that takes pool pages counts for huge pages, chosen or not. */
+		std::vector<double> sizes;
+		if (w.contains("sizes") && w["sizes"].is_array())
+			for (const json &b : w["sizes"])
+				sizes.push_back(isNumber(b) ? b.get<double>() : 0);
+		const std::string flavor = w.value("flavor", std::string());
+		if (flavor == "allocate" || flavor == "shared") {
+			for (double b : sizes)
+				out.hugePageBytes += hugeRounded(b);
+			++out.windowsInPool;
+		}
 		if (!windows.empty()) {
 			bool chosen = false;
 			for (std::size_t k = 0; k < windows.size(); ++k)
@@ -232,10 +310,20 @@ bool statsEntries(const json &j, const std::string &origin, const std::vector<st
 		const json &ranks = w["ranks"];
 		const std::size_t n = ranks.size();
 		for (const json &r : ranks)
-			if (!r.is_number_integer()) {
-				err = cat(where, ": \"ranks\" must list world ranks");
+			if (!r.is_number_integer() || r.get<long long>() < 0 || r.get<long long>() >= size) {
+				err = cat(where, ": \"ranks\" must list world ranks (0..", std::to_string(size - 1),
+					  ")");
 				return false;
 			}
+		WindowTraffic own;
+		own.name = name;
+		own.id = id;
+		own.traffic.ranks = size;
+		own.traffic.bytes.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
+		for (std::size_t r = 0; r < n; ++r) {
+			own.worldRanks.push_back(ranks[r].get<int>());
+			own.sizes.push_back(r < sizes.size() ? sizes[r] : 0);
+		}
 		for (auto it = w["bytes"].begin(); it != w["bytes"].end(); ++it) {
 			const std::string kind = it.key();
 			const json &m = it.value();
@@ -256,11 +344,16 @@ bool statsEntries(const json &j, const std::string &origin, const std::vector<st
 							  std::to_string(c), "] is not a non-negative number");
 						return false;
 					}
-					if (const double b = m[r][c].get<double>(); b > 0)
+					if (const double b = m[r][c].get<double>(); b > 0) {
 						entries.push_back({ ranks[r].get<long long>(), ranks[c].get<long long>(), b });
+						own.traffic.bytes[ranks[r].get<std::size_t>() *
+									  static_cast<std::size_t>(size) +
+								  ranks[c].get<std::size_t>()] += b;
+					}
 				}
 			}
 		}
+		out.windows.push_back(std::move(own));
 	}
 	for (std::size_t k = 0; k < windows.size(); ++k)
 		if (!found[k]) {
@@ -276,6 +369,7 @@ bool parseTraffic(std::string_view text, const std::string &origin, int ranks, T
 		  const std::vector<std::string> &windows)
 {
 	traffic = Traffic();
+	Traffic statsTraffic; /* the per-window parts of a librma statistics file */
 	struct Entry {
 		long long origin, target;
 		double bytes;
@@ -294,7 +388,7 @@ bool parseTraffic(std::string_view text, const std::string &origin, int ranks, T
 		try {
 			if (j.is_object() && j.value("format", std::string()) == "librma-stats") {
 				std::vector<StatsBytes> found;
-				if (!statsEntries(j, origin, windows, found, size, err))
+				if (!statsEntries(j, origin, windows, found, size, err, statsTraffic))
 					return false;
 				for (const StatsBytes &e : found)
 					entries.push_back({ e.origin, e.target, e.bytes });
@@ -398,6 +492,20 @@ bool parseTraffic(std::string_view text, const std::string &origin, int ranks, T
 		return false;
 	}
 	traffic.ranks = size;
+	traffic.windows = std::move(statsTraffic.windows);
+	traffic.hugePageBytes = statsTraffic.hugePageBytes;
+	traffic.windowsInPool = statsTraffic.windowsInPool;
+	/* --ranks may be larger than the job that wrote the statistics: the windows' matrices follow. */
+	for (WindowTraffic &w : traffic.windows) {
+		Traffic grown;
+		grown.ranks = size;
+		grown.bytes.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
+		for (int r = 0; r < std::min(size, w.traffic.ranks); ++r)
+			for (int c = 0; c < std::min(size, w.traffic.ranks); ++c)
+				grown.bytes[static_cast<std::size_t>(r) * static_cast<std::size_t>(size) +
+					    static_cast<std::size_t>(c)] = w.traffic.at(r, c);
+		w.traffic = std::move(grown);
+	}
 	traffic.bytes.assign(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0);
 	for (const Entry &e : entries)
 		traffic.bytes[static_cast<std::size_t>(e.origin) * static_cast<std::size_t>(size) +
@@ -413,6 +521,145 @@ double placementCost(const CostModel &model, const Traffic &traffic, const std::
 			if (double t = traffic.at(r, s); t > 0)
 				cost += t / kLineBytes * model.d(slotOf[static_cast<std::size_t>(r)], slotOf[static_cast<std::size_t>(s)]);
 	return cost;
+}
+
+namespace {
+
+/* Memory latency from @from to memory node @to; estimated pairs are in the model already. */
+double latencyNs(const CostModel &model, int from, int to)
+{
+	auto it = model.nodeLatencyNs.find({ from, to });
+	return it != model.nodeLatencyNs.end() ? it->second : 0;
+}
+
+/*
+ * Where "local" puts memory owned on @node: that node, or, for a node
+ * without memory, the memory node nearest to it (the kernel's choice under
+ * MPOL_DEFAULT, which librma uses there).
+ */
+int localMemoryNode(const CostModel &model, int node)
+{
+	const std::vector<int> &nodes = model.memoryNodes;
+	if (nodes.empty() || std::binary_search(nodes.begin(), nodes.end(), node))
+		return node;
+	int nearest = nodes.front();
+	for (int k : nodes)
+		if (latencyNs(model, node, k) < latencyNs(model, node, nearest))
+			nearest = k;
+	return nearest;
+}
+
+/* The figures of @placement for @traffic with ranks on @slotOf (see the header). */
+PolicyCost policyCost(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf,
+		      const librma::Placement &placement)
+{
+	PolicyCost out;
+	out.placement = placement;
+	std::map<int, double> served; /* bytes by memory node */
+	const std::vector<int> &nodes = model.memoryNodes;
+	for (int r = 0; r < traffic.ranks; ++r)
+		for (int s = 0; s < traffic.ranks; ++s) {
+			const double t = traffic.at(r, s);
+			if (t <= 0)
+				continue;
+			const int from =
+				model.slots[static_cast<std::size_t>(slotOf[static_cast<std::size_t>(r)])].node;
+			const int owner = localMemoryNode(
+				model, model.slots[static_cast<std::size_t>(slotOf[static_cast<std::size_t>(s)])].node);
+			switch (placement.kind) {
+			case librma::Placement::Kind::Interleave: {
+				double sum = 0;
+				for (int k : nodes) {
+					sum += latencyNs(model, from, k);
+					served[k] += t / static_cast<double>(nodes.size());
+				}
+				out.latency += t / kLineBytes * sum / static_cast<double>(nodes.size());
+				break;
+			}
+			case librma::Placement::Kind::Node:
+				out.latency += t / kLineBytes * latencyNs(model, from, placement.node);
+				served[placement.node] += t;
+				break;
+			default:
+				out.latency += t / kLineBytes * latencyNs(model, from, owner);
+				served[owner] += t;
+				break;
+			}
+		}
+	for (const auto &[node, bytes] : served) {
+		auto bw = model.nodeBandwidthGBs.find(node);
+		/* Without measured bandwidth every node counts alike: 1 byte per ns. */
+		const double gbs = bw != model.nodeBandwidthGBs.end() ? bw->second : 1.0;
+		out.bottleneckNs = std::max(out.bottleneckNs, bytes / gbs);
+	}
+	return out;
+}
+
+} /* namespace */
+
+MemoryChoice chooseMemoryPolicy(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf)
+{
+	using librma::Placement;
+	MemoryChoice choice;
+	/* In the order ties go: local, node:k, interleave. */
+	std::vector<Placement> policies = { Placement{ Placement::Kind::Local, -1 } };
+	for (int k : model.memoryNodes)
+		policies.push_back(Placement{ Placement::Kind::Node, k });
+	if (model.memoryNodes.size() >= 2)
+		policies.push_back(Placement{ Placement::Kind::Interleave, -1 });
+	for (const Placement &p : policies)
+		choice.candidates.push_back(policyCost(model, traffic, slotOf, p));
+	double least = std::numeric_limits<double>::infinity();
+	for (const PolicyCost &c : choice.candidates)
+		least = std::min(least, c.latency);
+	/* Within kLatencyTie of the least latency: the least bottleneck, the earlier on a tie (1e-9 relative). */
+	const PolicyCost *best = nullptr;
+	for (const PolicyCost &c : choice.candidates) {
+		if (c.latency > least * (1 + kLatencyTie) + 1e-9)
+			continue;
+		if (!best || c.bottleneckNs < best->bottleneckNs * (1 - 1e-9))
+			best = &c;
+	}
+	choice.placement = best->placement;
+	const PolicyCost &local = choice.candidates.front();
+	if (least <= 0) {
+		choice.why = "no traffic: local";
+	} else if (best == &local) {
+		choice.why = "local has the least latency cost, or is within " + fmt("%.0f", 100 * kLatencyTie) +
+			     " % of it with no smaller bottleneck";
+	} else if (best->latency <= least * (1 + 1e-9) && best->bottleneckNs >= local.bottleneckNs * (1 - 1e-9)) {
+		choice.why = cat(best->placement.str(), " has the least latency cost: ", fmt("%.4g", best->latency),
+				 " against local's ", fmt("%.4g", local.latency));
+	} else {
+		choice.why =
+			cat(best->placement.str(), " is within ", fmt("%.0f", 100 * kLatencyTie),
+			    " % of the least latency cost and spreads the load best: its busiest memory node needs ",
+			    fmt("%.4g", best->bottleneckNs), " ns against local's ", fmt("%.4g", local.bottleneckNs));
+	}
+	return choice;
+}
+
+std::optional<librma::HugePages> chooseHugePages(const CostModel &model, const Traffic &traffic, std::string &why)
+{
+	if (traffic.hugePageBytes < 0) {
+		why = "left alone: the traffic gives no window sizes (a librma statistics file, RMA_STATS, does)";
+		return std::nullopt;
+	}
+	if (model.hugePagesFree < 0) {
+		why = "left alone: the profile does not give the 2 MiB pool (rmatune probe writes topology.huge_pages)";
+		return std::nullopt;
+	}
+	const long long pool = model.hugePagesFree * static_cast<long long>(librma::kHugePageSize);
+	const std::string figures =
+		cat(std::to_string(traffic.windowsInPool), " allocate/allocate_shared windows need ",
+		    std::to_string(traffic.hugePageBytes), " bytes in 2 MiB pages; the pool has ",
+		    std::to_string(model.hugePagesFree), " free pages (", std::to_string(pool), " bytes)");
+	if (traffic.hugePageBytes > 0 && traffic.hugePageBytes <= pool) {
+		why = cat("prefer: ", figures);
+		return librma::HugePages::Prefer;
+	}
+	why = cat("off: ", figures, traffic.hugePageBytes > 0 ? "" : " (no window memory to put there)");
+	return librma::HugePages::Off;
 }
 
 namespace {
@@ -746,6 +993,25 @@ bool recommend(const CostModel &model, const Traffic &traffic, Method method, Re
 	out.cost = search.cost(out.slotOf);
 	out.evaluations = search.evaluations;
 	out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+	/* Memory, for the placement found (the search above assumed local memory). */
+	out.memoryDefault = chooseMemoryPolicy(model, traffic, out.slotOf);
+	for (const WindowTraffic &w : traffic.windows) {
+		const std::string label = w.name.empty() ? cat("id ", w.id) : cat("\"", w.name, "\"");
+		MemoryChoice own = chooseMemoryPolicy(model, w.traffic, out.slotOf);
+		const bool same = own.placement.kind == out.memoryDefault.placement.kind &&
+				  own.placement.node == out.memoryDefault.placement.node;
+		if (same)
+			continue;
+		if (w.name.empty() || w.name.rfind("win#", 0) == 0 || !librma::windowNameProblem(w.name).empty()) {
+			out.windowNotes.push_back(cat("window ", label, " would take ", own.placement.str(),
+						      ", but it has no name a program can give at creation (info key "
+						      "rma_win_name): left to the default"));
+			continue;
+		}
+		out.windowMemory.emplace_back(w.name, std::move(own));
+	}
+	out.hugePages = chooseHugePages(model, traffic, out.hugePagesWhy);
 	return true;
 }
 
@@ -788,7 +1054,10 @@ std::string recommendationFile(const CostModel &model, const Traffic &traffic, c
 	librma::PlacementFile file;
 	for (int slot : rec.slotOf)
 		file.rankCpus.push_back(model.slots[static_cast<std::size_t>(slot)].cpus);
-	file.memoryDefault = librma::Placement{ librma::Placement::Kind::Local, -1 };
+	file.memoryDefault = rec.memoryDefault.placement;
+	for (const auto &[name, choice] : rec.windowMemory)
+		file.windowPolicies.emplace_back(name, choice.placement);
+	file.hugePages = rec.hugePages;
 	file.topologyIdentity = model.topologyIdentity;
 	file.topologySource = model.topologySource;
 
@@ -826,6 +1095,35 @@ std::string recommendationFile(const CostModel &model, const Traffic &traffic, c
 				  { "compact_ns_per_line", model.d(ca, cb) } });
 	}
 	e["heaviest_pairs"] = std::move(pairs);
+	json memory;
+	memory["model"] =
+		"per policy: latency = sum bytes(r,s) / 64 x memory_latency_ns(node of r -> where s's memory "
+		"is); bottleneck_ns = the busiest memory node's bytes / its read bandwidth; the least latency "
+		"wins, unless others are within " +
+		fmt("%.0f", 100 * kLatencyTie) + " %: then the least bottleneck (ties: local, node:N, interleave)";
+	memory["bandwidth_gbs"] = json::object();
+	for (const auto &[node, gbs] : model.nodeBandwidthGBs)
+		memory["bandwidth_gbs"][std::to_string(node)] = gbs;
+	auto choiceJson = [](const MemoryChoice &c) {
+		json j = { { "policy", c.placement.str() }, { "why", c.why } };
+		json candidates = json::array();
+		for (const PolicyCost &p : c.candidates)
+			candidates.push_back({ { "policy", p.placement.str() },
+					       { "latency", p.latency },
+					       { "bottleneck_ns", p.bottleneckNs } });
+		j["candidates"] = std::move(candidates);
+		return j;
+	};
+	memory["default"] = choiceJson(rec.memoryDefault);
+	json windows = json::object();
+	for (const auto &[name, choice] : rec.windowMemory)
+		windows[name] = choiceJson(choice);
+	memory["windows"] = std::move(windows);
+	memory["notes"] = rec.windowNotes;
+	e["memory"] = std::move(memory);
+	e["huge_pages"] = { { "choice", rec.hugePages ? (*rec.hugePages == librma::HugePages::Prefer ? "prefer" : "off")
+						      : "unset" },
+			    { "why", rec.hugePagesWhy } };
 	file.evidenceJson = e.dump();
 	return librma::writePlacementFile(file);
 }
@@ -844,6 +1142,12 @@ std::string recommendationTable(const CostModel &model, const Traffic &traffic, 
 		 fmt("%.3f", rec.seconds), " s\n");
 	for (const std::string &e : model.estimates)
 		s += cat("  estimated: ", e, "\n");
+	s += cat("  window memory ", rec.memoryDefault.placement.str(), ": ", rec.memoryDefault.why, "\n");
+	for (const auto &[name, choice] : rec.windowMemory)
+		s += cat("  window \"", name, "\" memory ", choice.placement.str(), ": ", choice.why, "\n");
+	for (const std::string &note : rec.windowNotes)
+		s += cat("  ", note, "\n");
+	s += cat("  huge pages ", rec.hugePagesWhy, "\n");
 	s += "  placement:\n";
 	for (int r = 0; r < traffic.ranks; ++r)
 		s += cat("    rank ", std::to_string(r), ": ", slotText(model, rec.slotOf[static_cast<std::size_t>(r)]), "\n");

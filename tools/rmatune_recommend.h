@@ -30,14 +30,43 @@
  * adds least) from several first cores, the compact placement and seeded
  * random starts, each improved by local search (swap two ranks, or move a
  * rank to a free core, while the cost falls); the best is kept.
+ *
+ * Memory policies, once the ranks are placed (chooseMemoryPolicy()). For a
+ * window's traffic T and each candidate policy P (local; node:k for every
+ * node k with memory; interleave when there are two or more):
+ *
+ *   latency(P)    = sum over r, s of T(r, s) / 64 x L_P(node(r), s), where
+ *                   L_local = lat(node(r), node(s)), L_node:k = lat(node(r), k),
+ *                   L_interleave = the mean of lat(node(r), k) over nodes k
+ *   bottleneck(P) = max over nodes k of bytes(P, k) / bandwidth(k): the
+ *                   time the busiest node's memory needs to serve its share
+ *
+ * The policy with the least latency wins, unless others come within
+ * kLatencyTie of it: among those, the least bottleneck wins (a latency model
+ * alone never prefers interleave: its mean is never below the best node),
+ * ties going to local, then node:k, then interleave. So traffic from origins
+ * on several nodes evenly interleaves, and one heavy origin on another node
+ * moves the memory to its node. Bandwidth is the profile's best measured
+ * streaming read of node k's memory; without it every node counts alike.
+ *
+ * Huge pages: "prefer" when the host's free 2 MiB pool holds every
+ * allocate / allocate_shared window of a librma statistics file (each
+ * member's memory rounded up to 2 MiB, all windows at once), "off" when it
+ * does not; left unset without window sizes or a pool figure.
  */
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "numa/topology.h"
+#include "shm/segment.h"
 
 namespace rmatune {
 
@@ -55,6 +84,14 @@ struct CostModel {
 	std::vector<double> memoryNs;
 	/* Figures estimated rather than measured, in words. */
 	std::vector<std::string> estimates;
+	/* Memory by NUMA node, for the memory policy: the nodes with memory (sorted). */
+	std::vector<int> memoryNodes;
+	/* Latency (ns) from a node with cores to a node with memory; unmeasured pairs estimated as above. */
+	std::map<std::pair<int, int>, double> nodeLatencyNs;
+	/* Best measured streaming read (GB/s = bytes/ns) of each memory node; empty when not measured. */
+	std::map<int, double> nodeBandwidthGBs;
+	/* Free pages of the host's 2 MiB pool, -1 when the profile does not say. */
+	long long hugePagesFree = -1;
 	std::string topologyIdentity, topologySource, profileTimestamp;
 
 	int size() const { return static_cast<int>(slots.size()); }
@@ -68,11 +105,31 @@ struct CostModel {
 /* Build the model from a profile (rmatune probe's JSON); false with @err naming what is missing. */
 bool costModelFromProfile(const nlohmann::json &profile, CostModel &model, std::string &err);
 
+struct WindowTraffic;
+
 /* Bytes by origin (row) and target (column), n x n. */
 struct Traffic {
 	int ranks = 0;
 	std::vector<double> bytes;
 	double at(int r, int s) const { return bytes[static_cast<std::size_t>(r) * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(s)]; }
+	/* From a librma statistics file only: each chosen window's own traffic, by world rank. */
+	std::vector<WindowTraffic> windows;
+	/*
+	 * From a librma statistics file only: the bytes of every allocate and
+	 * allocate_shared window of the job (all of them, chosen or not), each
+	 * member's memory rounded up to 2 MiB; -1 when unknown.
+	 */
+	long long hugePageBytes = -1;
+	int windowsInPool = 0; /* how many windows those bytes are */
+};
+
+struct WindowTraffic {
+	std::string name;
+	std::string id;
+	Traffic traffic; /* world ranks; no windows of its own */
+	/* The window's members as world ranks, and each one's bytes of memory. */
+	std::vector<int> worldRanks;
+	std::vector<double> sizes;
 };
 
 /*
@@ -93,6 +150,28 @@ bool parseTraffic(std::string_view text, const std::string &origin, int ranks, T
 /* The model's cost of placing rank r on slot slotOf[r] (distinct slots). */
 double placementCost(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf);
 
+/* A candidate memory policy and what the model gives it. */
+struct PolicyCost {
+	librma::Placement placement;
+	double latency = 0;	 /* ns of line transfers */
+	double bottleneckNs = 0; /* the busiest memory node's serving time */
+};
+
+inline constexpr double kLatencyTie = 0.05;
+
+/* The memory policy chosen for some traffic, with every candidate's figures (in the order ties go). */
+struct MemoryChoice {
+	librma::Placement placement;
+	std::vector<PolicyCost> candidates;
+	std::string why;
+};
+
+/* The policy for @traffic's windows with rank r on slot @slotOf[r] (see the top). */
+MemoryChoice chooseMemoryPolicy(const CostModel &model, const Traffic &traffic, const std::vector<int> &slotOf);
+
+/* Huge pages for @traffic's windows on @model's host (see the top); nullopt to leave them alone, @why says. */
+std::optional<librma::HugePages> chooseHugePages(const CostModel &model, const Traffic &traffic, std::string &why);
+
 enum class Method { Auto, Exhaustive, Heuristic };
 
 inline constexpr double kExhaustiveLimit = 2e6;
@@ -108,6 +187,12 @@ struct Recommendation {
 	bool exact = false;      /* slotOf is a proven optimum */
 	long long evaluations = 0;
 	double seconds = 0;      /* the search's time, measured */
+	/* Memory, chosen for slotOf: the default from all the traffic, then each window's own. */
+	MemoryChoice memoryDefault;
+	std::vector<std::pair<std::string, MemoryChoice>> windowMemory; /* only windows whose choice differs */
+	std::vector<std::string> windowNotes;				/* windows left to the default, and why */
+	std::optional<librma::HugePages> hugePages;
+	std::string hugePagesWhy;
 };
 
 /* Best placement of @traffic's ranks; false with @err if they outnumber the slots. */

@@ -1004,6 +1004,16 @@ RMA_API int rma_free_mem(void *base);
 /*    room) | "require" (fail with RMA_ERR_NO_MEM otherwise) | "off";       */
 /*  - rma_placement  = "local" (default: the NUMA node of the owning rank)  */
 /*    | "interleave" | "node:N" | "none";                                   */
+/*  - rma_win_name = NAME (1 to RMA_MAX_OBJECT_NAME-1 characters): names    */
+/*    the window from its creation on, as rma_win_set_name() would, and     */
+/*    selects the job's policy for windows of that name, which rmarun       */
+/*    --placement passes from a placement file's memory.windows in          */
+/*    RMA_PLACEMENT_WINDOWS. A window's memory policy is, first to last:    */
+/*    its rma_placement key; the job's policy for its rma_win_name;         */
+/*    RMA_PLACEMENT (the file's memory.default); "local". With              */
+/*    rma_alloc_mem() the key only selects the policy (for the window the   */
+/*    memory is meant for). rma_win_set_info() ignores it and               */
+/*    rma_win_get_info() does not report it (rma_win_get_name() does);      */
 /*  - rma_accumulate_path = "auto" (default: small ops by origin atomics,   */
 /*    the rest through the target's ring) | "ring" (every accumulate        */
 /*    through the ring, applied with plain vectorized stores: faster for   */

@@ -6,7 +6,10 @@
  * with a message naming the variable and what it accepts, instead of being
  * taken silently. The README's knob table is this table.
  *
- * Header-only: rmarun links the bootstrap library, not librma's core.
+ * Header-only: rmarun links the bootstrap library, not librma's core. A
+ * knob whose value has structure is checked by its own parser, declared
+ * below and defined beside it (RMA_PLACEMENT_WINDOWS: lib/numa); rmarun and
+ * librma both link that component.
  */
 #pragma once
 
@@ -29,7 +32,12 @@ struct Knob {
 	const char *byDefault;
 	const char *what;
 	bool (*valid)(const char *value);
+	/* Instead of @valid for structured values: what is wrong with the value, "" if nothing. */
+	std::string (*problem)(const char *value) = nullptr;
 };
+
+/* RMA_PLACEMENT_WINDOWS's check (lib/numa/placement.cpp). */
+std::string windowPlacementsProblem(const char *text);
 
 namespace knobs {
 
@@ -144,6 +152,11 @@ inline constexpr Knob kKnobs[] = {
 	  "whether window and rma_alloc_mem memory comes from the 2 MiB huge-page pool when the program's "
 	  "rma_huge_pages info key does not say (rmarun --placement sets it from the file's huge_pages)",
 	  knobs::hugePages },
+	{ "RMA_PLACEMENT_WINDOWS", "NAME=POLICY items separated by ';' (POLICY: local, interleave, node:N or none)",
+	  "none",
+	  "where the memory of a window created with info key rma_win_name=NAME goes when its rma_placement info "
+	  "key does not say (before RMA_PLACEMENT; rmarun --placement sets it from the file's memory.windows)",
+	  nullptr, windowPlacementsProblem },
 	{ "RMA_BOOT", "rmarun, pmix or singleton", "detected",
 	  "forces how a rank joins its job; unset: rmarun's if RMA_BOOT_FD is set, else PMIx if PMIX_NAMESPACE and "
 	  "PMIX_RANK are (mpirun, prterun, srun --mpi=pmix), else a job of one",
@@ -187,6 +200,10 @@ inline std::string checkKnobs(std::span<const char *const> names = {})
 		if (v && k.valid && !k.valid(v))
 			return std::string(k.name) + "='" + v + "': accepts " + k.accepts + " (default " + k.byDefault +
 			       ")";
+		if (v && k.problem) {
+			if (std::string why = k.problem(v); !why.empty())
+				return std::string(k.name) + "='" + v + "': " + why + "; accepts " + k.accepts;
+		}
 	}
 	return "";
 }

@@ -112,6 +112,41 @@ struct Placement {
 	std::string str() const;
 };
 
+/*
+ * A window's own memory policy, chosen by the name it is created with (info
+ * key rma_win_name): the job's RMA_PLACEMENT_WINDOWS, which rmarun sets from
+ * a placement file's memory.windows.
+ */
+struct WindowPlacement {
+	std::string name;
+	Placement placement;
+};
+
+/*
+ * Why @name cannot carry a per-window policy in RMA_PLACEMENT_WINDOWS, or
+ * "" when it can: 1 to RMA_MAX_OBJECT_NAME-1 characters (what
+ * rma_win_set_name takes), neither ';' nor '=' (the separators).
+ */
+std::string windowNameProblem(std::string_view name);
+
+/*
+ * Parse RMA_PLACEMENT_WINDOWS: "NAME=POLICY;NAME=POLICY...", POLICY one of
+ * Placement::parse's words; "" gives an empty list. Strict: an empty item,
+ * a bad name (windowNameProblem), a bad policy or a name given twice is
+ * RMA_ERR_ARG, its message naming the variable, the item and the fault.
+ * Thread-safe (pure).
+ */
+Result<std::vector<WindowPlacement>> parseWindowPlacements(std::string_view text);
+
+/* What is wrong with @text as RMA_PLACEMENT_WINDOWS ("" if nothing): the knob table's check. */
+std::string windowPlacementsProblem(const char *text);
+
+/* @list as RMA_PLACEMENT_WINDOWS text; every name must pass windowNameProblem(). */
+std::string windowPlacementsText(const std::vector<WindowPlacement> &list);
+
+/* The policy @list gives the window named @name, or nullptr. */
+const Placement *findWindowPlacement(const std::vector<WindowPlacement> &list, std::string_view name);
+
 /* A concrete memory policy: what mbind() is given. */
 struct MemPolicy {
 	int mode = 0;           /* MPOL_DEFAULT, MPOL_BIND or MPOL_INTERLEAVE */

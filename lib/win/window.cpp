@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "common/knobs.h"
 #include "error/error.h"
@@ -56,6 +57,23 @@ bool validOrdering(const std::string &value)
 		start = end + 1;
 	}
 	return true;
+}
+
+/*
+ * The job's policy for the window named @name (RMA_PLACEMENT_WINDOWS), or
+ * nullopt. rma_init has refused a malformed value; one set later is an error
+ * here rather than silently ignored.
+ */
+Result<std::optional<Placement>> jobWindowPlacement(const std::string &name)
+{
+	const char *v = knobValue("RMA_PLACEMENT_WINDOWS");
+	if (!v)
+		return std::optional<Placement>();
+	auto list = parseWindowPlacements(v);
+	if (!list)
+		return Result<std::optional<Placement>>::failure(list.code());
+	const Placement *p = findWindowPlacement(list.value(), name);
+	return p ? std::optional<Placement>(*p) : std::optional<Placement>();
 }
 
 } /* namespace */
@@ -108,11 +126,25 @@ int WindowHints::parse(const char *call, const Info *info)
 			return h.code();
 		hugePages = h.value();
 	}
+	const std::string *nameKey = info->get("rma_win_name");
+	if (nameKey) {
+		if (nameKey->empty() || nameKey->size() >= RMA_MAX_OBJECT_NAME)
+			return makeError(RMA_ERR_INFO_VALUE,
+					 "%s: info key rma_win_name must have 1 to %d characters, not %zu", call,
+					 RMA_MAX_OBJECT_NAME - 1, nameKey->size());
+		name = *nameKey;
+	}
 	if (const std::string *v = info->get("rma_placement")) {
 		auto p = Placement::parse(*v);
 		if (!p)
 			return p.code();
 		placement = p.value();
+	} else if (nameKey) {
+		auto p = jobWindowPlacement(name);
+		if (!p)
+			return p.code();
+		if (p.value())
+			placement = *p.value();
 	}
 	return RMA_SUCCESS;
 }
@@ -202,6 +234,8 @@ int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const
 	win->hints_ = WindowHints::jobDefaults();
 	win->hints_.accumulateRing = accumulateRingByDefault();
 	int status = win->hints_.parse(call, info);
+	if (!win->hints_.name.empty())
+		win->name = win->hints_.name;
 	if (status == RMA_SUCCESS && size < 0)
 		status = makeError(RMA_ERR_SIZE, "%s: size %lld is negative", call, static_cast<long long>(size));
 	if (status == RMA_SUCCESS && static_cast<uint64_t>(win->comm_->size()) > lockword::kMaxRanks)
@@ -774,6 +808,8 @@ int Window::setInfo(const Info *info)
 	RMA_TRY(next.parse("rma_win_set_info", info));
 	next.hugePages = hints_.hugePages;
 	next.placement = hints_.placement;
+	/* A window is renamed by rma_win_set_name; the key only names it at creation. */
+	next.name = hints_.name;
 	next.allocSharedNoncontig = hints_.allocSharedNoncontig;
 	/* How accumulates are applied was agreed by every member at creation. */
 	next.accumulateRing = hints_.accumulateRing;

@@ -85,8 +85,15 @@ struct WindowHints {
 	bool allocSharedNoncontig = false;
 	HugePages hugePages = HugePages::Prefer;
 	Placement placement;
+	/* rma_win_name: the window's name from creation on ("" when not given). */
+	std::string name;
 
-	/* Read the keys of @info over the current values; RMA_ERR_INFO_VALUE on a bad value. */
+	/*
+	 * Read the keys of @info over the current values; RMA_ERR_INFO_VALUE on
+	 * a bad value. The placement is, first to last: @info's rma_placement;
+	 * the job's policy for the window named by @info's rma_win_name
+	 * (RMA_PLACEMENT_WINDOWS); the value before the call.
+	 */
 	int parse(const char *call, const Info *info);
 	/*
 	 * The hints before any info key: the job's RMA_PLACEMENT and

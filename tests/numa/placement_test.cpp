@@ -75,6 +75,71 @@ TEST(PlacementTest, TruncatesLongValuesInTheMessage)
 	EXPECT_LT(message.size(), 200u);
 }
 
+TEST(WindowPlacementsTest, ParsesNamesAndPoliciesInOrder)
+{
+	Result<std::vector<WindowPlacement>> list = parseWindowPlacements("halo=interleave;ghost cells=node:3;r=none");
+
+	ASSERT_TRUE(list.ok()) << errorMessage(list.code());
+	ASSERT_EQ(list->size(), 3u);
+	EXPECT_EQ((*list)[0].name, "halo");
+	EXPECT_EQ((*list)[0].placement.kind, Placement::Kind::Interleave);
+	EXPECT_EQ((*list)[1].name, "ghost cells");
+	EXPECT_EQ((*list)[1].placement.kind, Placement::Kind::Node);
+	EXPECT_EQ((*list)[1].placement.node, 3);
+	EXPECT_EQ((*list)[2].placement.kind, Placement::Kind::None);
+	EXPECT_EQ(windowPlacementsText(*list), "halo=interleave;ghost cells=node:3;r=none");
+	ASSERT_NE(findWindowPlacement(*list, "ghost cells"), nullptr);
+	EXPECT_EQ(findWindowPlacement(*list, "ghost cells")->node, 3);
+	EXPECT_EQ(findWindowPlacement(*list, "ghost"), nullptr);
+	EXPECT_EQ(findWindowPlacement(*list, "Halo"), nullptr);
+}
+
+TEST(WindowPlacementsTest, EmptyTextIsNoWindows)
+{
+	Result<std::vector<WindowPlacement>> list = parseWindowPlacements("");
+
+	ASSERT_TRUE(list.ok());
+	EXPECT_TRUE(list->empty());
+	EXPECT_EQ(windowPlacementsProblem(""), "");
+}
+
+TEST(WindowPlacementsTest, RefusesMalformedTextNamingTheVariableAndTheItem)
+{
+	struct Case {
+		std::string text;
+		const char *message;
+	} cases[] = {
+		{ "halo", "item 1 \"halo\": expected NAME=POLICY" },
+		{ "halo=interleave;", "item 2 \"\": expected NAME=POLICY" },
+		{ ";halo=local", "item 1 \"\": expected NAME=POLICY" },
+		{ "=local", "a window name cannot be empty" },
+		{ "halo=fast", "\"fast\" is not a policy: expected local, interleave, node:N or none" },
+		{ "halo=node:x", "\"node:x\" is not a policy" },
+		{ "halo=local=x", "\"local=x\" is not a policy" },
+		{ "a=local;b=none;a=interleave", "item 3 \"a=interleave\": window \"a\" is given a policy twice" },
+		{ std::string(128, 'w') + "=local", "a window name has at most 127 characters, not 128" },
+	};
+	for (const Case &c : cases) {
+		Result<std::vector<WindowPlacement>> list = parseWindowPlacements(c.text);
+		ASSERT_FALSE(list.ok()) << c.text;
+		EXPECT_EQ(errorClass(list.code()), RMA_ERR_ARG) << c.text;
+		const std::string message = errorMessage(list.code());
+		EXPECT_NE(message.find("RMA_PLACEMENT_WINDOWS \""), std::string::npos) << message;
+		EXPECT_NE(message.find(c.message), std::string::npos) << c.text << "\n  gave: " << message;
+		EXPECT_NE(windowPlacementsProblem(c.text.c_str()).find(c.message), std::string::npos) << c.text;
+	}
+}
+
+TEST(WindowPlacementsTest, NameRulesAreThoseOfWindowNamesAndTheSeparators)
+{
+	EXPECT_EQ(windowNameProblem("halo"), "");
+	EXPECT_EQ(windowNameProblem(std::string(127, 'n')), "");
+	EXPECT_NE(windowNameProblem(""), "");
+	EXPECT_NE(windowNameProblem(std::string(128, 'n')), "");
+	EXPECT_NE(windowNameProblem("a;b").find("cannot contain ';' or '='"), std::string::npos);
+	EXPECT_NE(windowNameProblem("a=b"), "");
+}
+
 class ResolvePlacementTest : public ::testing::Test
 {
 protected:

@@ -6,6 +6,12 @@
  *
  *   rank R cpus LIST policy MODE nodes LIST placement P huge H
  *
+ * With arguments, one window per argument instead, each created with the
+ * info keys the argument gives: "-" none, "NAME" rma_win_name=NAME,
+ * "NAME/POLICY" rma_win_name=NAME and rma_placement=POLICY, "/POLICY"
+ * rma_placement=POLICY; each line then ends with " name N", the window's
+ * name from rma_win_get_name.
+ *
  * cpus: sched_getaffinity; policy and nodes: get_mempolicy(MPOL_F_ADDR)
  * on the window's memory (default, bind, interleave, preferred, local);
  * placement and huge: rma_placement and rma_huge_pages from
@@ -65,26 +71,30 @@ static const char *modeName(int mode)
 	return mode >= 0 && mode < 5 ? names[mode] : "other";
 }
 
-int main(int argc, char **argv)
+/* Make a window over one page with the info keys @spec gives (see the top) and print its line. */
+static int checkWindow(int rank, const char *cpuText, const char *spec)
 {
-	int rank;
-	if (rma_init(&argc, &argv) != RMA_SUCCESS)
-		return 1;
-	rma_comm_rank(RMA_COMM_WORLD, &rank);
-
-	cpu_set_t cpus;
-	CPU_ZERO(&cpus);
-	if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) {
-		perror("sched_getaffinity");
-		return 1;
-	}
-	char cpuText[1024];
-	listText(CPU_SETSIZE, cpuIsSet, &cpus, cpuText, sizeof(cpuText));
-
 	long page = sysconf(_SC_PAGESIZE);
+	rma_info keys = RMA_INFO_NULL;
+	if (spec && strcmp(spec, "-") != 0) {
+		char name[RMA_MAX_OBJECT_NAME + 1];
+		const char *slash = strchr(spec, '/');
+		size_t len = slash ? (size_t)(slash - spec) : strlen(spec);
+		if (len >= sizeof(name))
+			len = sizeof(name) - 1;
+		memcpy(name, spec, len);
+		name[len] = '\0';
+		rma_info_create(&keys);
+		if (len > 0)
+			rma_info_set(keys, "rma_win_name", name);
+		if (slash)
+			rma_info_set(keys, "rma_placement", slash + 1);
+	}
 	char *base = NULL;
 	rma_win win;
-	int rc = rma_win_allocate(page, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win);
+	int rc = rma_win_allocate(page, 1, keys, RMA_COMM_WORLD, &base, &win);
+	if (keys != RMA_INFO_NULL)
+		rma_info_free(&keys);
 	if (rc != RMA_SUCCESS) {
 		char text[RMA_MAX_ERROR_STRING];
 		int len = 0;
@@ -115,9 +125,40 @@ int main(int argc, char **argv)
 		rma_info_get(info, "rma_huge_pages", RMA_MAX_INFO_VAL, huge, &flag);
 		rma_info_free(&info);
 	}
-	printf("rank %d cpus %s policy %s nodes %s placement %s huge %s\n", rank, cpuText, modeName(mode), nodeText,
+	char winName[RMA_MAX_OBJECT_NAME] = "?";
+	int nameLen = 0;
+	rma_win_get_name(win, winName, &nameLen);
+	printf("rank %d cpus %s policy %s nodes %s placement %s huge %s", rank, cpuText, modeName(mode), nodeText,
 	       placement, huge);
+	if (spec)
+		printf(" name %s", winName);
+	printf("\n");
 	fflush(stdout);
-	rma_win_free(&win);
+	return rma_win_free(&win) == RMA_SUCCESS ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	int rank;
+	if (rma_init(&argc, &argv) != RMA_SUCCESS)
+		return 1; /* librma has said why */
+	rma_comm_rank(RMA_COMM_WORLD, &rank);
+
+	cpu_set_t cpus;
+	CPU_ZERO(&cpus);
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) {
+		perror("sched_getaffinity");
+		return 1;
+	}
+	char cpuText[1024];
+	listText(CPU_SETSIZE, cpuIsSet, &cpus, cpuText, sizeof(cpuText));
+
+	if (argc < 2) {
+		if (checkWindow(rank, cpuText, NULL) != 0)
+			return 1;
+	}
+	for (int i = 1; i < argc; ++i)
+		if (checkWindow(rank, cpuText, argv[i]) != 0)
+			return 1;
 	return rma_finalize() == RMA_SUCCESS ? 0 : 1;
 }

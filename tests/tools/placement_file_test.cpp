@@ -58,6 +58,31 @@ TEST(PlacementFileTest, WriteThenParseGivesTheSameFile)
 	EXPECT_EQ(writePlacementFile(*back), text);
 }
 
+TEST(PlacementFileTest, WindowPoliciesReachTheRanksVariableAndBack)
+{
+	std::string err;
+	auto f = parsePlacementFile(
+		withTop(R"("memory":{"default":"owner","windows":{"halo":"interleave","ghost cells":"node:1","r":"owner"}})"),
+		"p.json", err);
+	ASSERT_TRUE(f.has_value()) << err;
+	ASSERT_EQ(f->windowPolicies.size(), 3u);
+	/* What rmarun passes: the file's windows as RMA_PLACEMENT_WINDOWS text, parsed back by librma. */
+	std::vector<WindowPlacement> list;
+	for (const auto &[name, policy] : f->windowPolicies)
+		list.push_back({ name, policy });
+	Result<std::vector<WindowPlacement>> back = parseWindowPlacements(windowPlacementsText(list));
+	ASSERT_TRUE(back.ok()) << windowPlacementsText(list);
+	ASSERT_EQ(back->size(), 3u);
+	EXPECT_EQ(findWindowPlacement(*back, "halo")->kind, Placement::Kind::Interleave);
+	EXPECT_EQ(findWindowPlacement(*back, "ghost cells")->kind, Placement::Kind::Node);
+	EXPECT_EQ(findWindowPlacement(*back, "ghost cells")->node, 1);
+	EXPECT_EQ(findWindowPlacement(*back, "r")->kind, Placement::Kind::Local);
+	/* And the file itself round-trips with them. */
+	auto again = parsePlacementFile(writePlacementFile(*f), "again.json", err);
+	ASSERT_TRUE(again.has_value()) << err;
+	EXPECT_TRUE(*again == *f);
+}
+
 TEST(PlacementFileTest, MinimalFileTakesTheDefaults)
 {
 	std::string err;
@@ -108,6 +133,10 @@ TEST(PlacementFileTest, RefusesMalformedFilesSayingWhere)
 		  "ranks[1].rank: rank 0 is placed twice" },
 		{ withTop(R"("memory":{"default":"nearest"})"), "memory.default: \"nearest\" is not a policy" },
 		{ withTop(R"("memory":{"windows":{"halo":"node:x"}})"), "memory.windows.halo: \"node:x\" is not a policy" },
+		{ withTop(R"("memory":{"windows":{"a;b":"local"}})"),
+		  "memory.windows: \"a;b\": a window name cannot contain ';' or '='" },
+		{ withTop(R"("memory":{"windows":{"":"local"}})"),
+		  "memory.windows: \"\": a window name cannot be empty" },
 		{ withTop(R"("huge_pages":true)"), "huge_pages: true is not one of off, prefer, require" },
 		{ withTop(R"("progress":{"mode":"fast"})"), "progress.mode: \"fast\" is not one of none, thread, agent" },
 		{ withTop(R"("progress":{"cores":"a"})"), "progress.cores: \"a\" is not a CPU list" },

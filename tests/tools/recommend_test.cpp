@@ -414,6 +414,297 @@ TEST_F(RecommendTest, FileIsAPlacementFileWithTheEvidence)
 	EXPECT_EQ(e["heaviest_pairs"][0]["target"], 3);
 }
 
+/*
+ * Memory policies. Two NUMA nodes of 4 cores (slots 0-3 on node 0, 4-7 on
+ * node 1), memory 100 ns local and 150 ns remote; no bandwidth measured, so
+ * the bottleneck is the busiest node's bytes. 64 000 bytes are 1000 lines.
+ */
+CostModel twoNodeModel()
+{
+	Topology t = synthetic("pack:1 numa:2 l3:1 core:4 pu:1");
+	auto rt = [](const CpuCore &a, const CpuCore &b) { return a.node == b.node ? 40.0 : 120.0; };
+	auto mem = [](int from, int to) { return from == to ? 100.0 : 150.0; };
+	CostModel m;
+	std::string err;
+	EXPECT_TRUE(costModelFromProfile(profileFor(t, rt, mem), m, err)) << err;
+	return m;
+}
+
+const PolicyCost &candidate(const MemoryChoice &c, const std::string &policy)
+{
+	for (const PolicyCost &p : c.candidates)
+		if (p.placement.str() == policy)
+			return p;
+	ADD_FAILURE() << "no candidate " << policy;
+	return c.candidates.front();
+}
+
+std::vector<int> identity(int n)
+{
+	std::vector<int> v(static_cast<std::size_t>(n));
+	std::iota(v.begin(), v.end(), 0);
+	return v;
+}
+
+constexpr double kKiloLines = 64000;
+
+TEST_F(RecommendTest, ModelKnowsTheMemoryNodesAndTheirLatency)
+{
+	CostModel m = twoNodeModel();
+	ASSERT_EQ(m.size(), 8);
+	EXPECT_EQ(m.slots[3].node, 0);
+	EXPECT_EQ(m.slots[4].node, 1);
+	EXPECT_EQ(m.memoryNodes, (std::vector<int>{ 0, 1 }));
+	EXPECT_DOUBLE_EQ(m.nodeLatencyNs.at({ 0, 1 }), 150);
+	EXPECT_DOUBLE_EQ(m.nodeLatencyNs.at({ 1, 1 }), 100);
+	EXPECT_TRUE(m.nodeBandwidthGBs.empty());
+	EXPECT_EQ(m.hugePagesFree, -1);
+}
+
+TEST_F(RecommendTest, EvenOriginsOnTwoNodesInterleaveTheWindow)
+{
+	/* Rank 0's window (node 0), read evenly by rank 1 (node 0) and rank 4 (node 1). */
+	CostModel m = twoNodeModel();
+	Traffic t = emptyTraffic(8);
+	add(t, 1, 0, kKiloLines);
+	add(t, 4, 0, kKiloLines);
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(8));
+	/* Latency: every policy 1000 x 100 + 1000 x 150 (interleave: 2000 x 125). */
+	ASSERT_EQ(c.candidates.size(), 4u); /* local, node:0, node:1, interleave */
+	for (const char *p : { "local", "node:0", "node:1", "interleave" })
+		EXPECT_DOUBLE_EQ(candidate(c, p).latency, 250000) << p;
+	/* Bottleneck: one node serves all 128 000 bytes, or each half of them. */
+	EXPECT_DOUBLE_EQ(candidate(c, "local").bottleneckNs, 128000);
+	EXPECT_DOUBLE_EQ(candidate(c, "node:1").bottleneckNs, 128000);
+	EXPECT_DOUBLE_EQ(candidate(c, "interleave").bottleneckNs, 64000);
+	EXPECT_EQ(c.placement.str(), "interleave") << c.why;
+	EXPECT_NE(c.why.find("spreads the load"), std::string::npos) << c.why;
+}
+
+TEST_F(RecommendTest, OneHeavyOriginOnAnotherNodeTakesTheMemoryThere)
+{
+	/* Rank 4 (node 1) moves 10 000 lines of rank 0's window (node 0); rank 1 (node 0) 100. */
+	CostModel m = twoNodeModel();
+	Traffic t = emptyTraffic(8);
+	add(t, 4, 0, 100 * kBytes);
+	add(t, 1, 0, kBytes);
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(8));
+	EXPECT_DOUBLE_EQ(candidate(c, "local").latency, 10000 * 150 + 100 * 100);
+	EXPECT_DOUBLE_EQ(candidate(c, "node:1").latency, 10000 * 100 + 100 * 150);
+	EXPECT_DOUBLE_EQ(candidate(c, "interleave").latency, 10100 * 125);
+	EXPECT_EQ(c.placement.str(), "node:1") << c.why;
+	EXPECT_NE(c.why.find("least latency"), std::string::npos) << c.why;
+}
+
+TEST_F(RecommendTest, AllToAllAcrossBothNodesStaysLocal)
+{
+	/* Every rank to every other: each node already serves half, as interleave would. */
+	CostModel m = twoNodeModel();
+	Traffic t = emptyTraffic(8);
+	for (int r = 0; r < 8; ++r)
+		for (int s = 0; s < 8; ++s)
+			if (r != s)
+				add(t, r, s, kKiloLines);
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(8));
+	/* Per origin 3 targets on its node, 4 across: 8 x (3 x 100 + 4 x 150) x 1000. */
+	EXPECT_DOUBLE_EQ(candidate(c, "local").latency, 7200000);
+	/* node:0: node 0's origins 4 x 7 x 100, node 1's 4 x 7 x 150. */
+	EXPECT_DOUBLE_EQ(candidate(c, "node:0").latency, 7000000);
+	EXPECT_DOUBLE_EQ(candidate(c, "interleave").latency, 7000000);
+	/* local is within 5 % (7.2 <= 7.35) and ties interleave's bottleneck (28 x 64 000 per node). */
+	EXPECT_DOUBLE_EQ(candidate(c, "local").bottleneckNs, 28 * kKiloLines);
+	EXPECT_DOUBLE_EQ(candidate(c, "interleave").bottleneckNs, 28 * kKiloLines);
+	EXPECT_EQ(c.placement.str(), "local") << c.why;
+}
+
+TEST_F(RecommendTest, OneMemoryNodeOffersNoInterleave)
+{
+	Topology topo = synthetic("pack:1 numa:1 l3:1 core:4 pu:1");
+	CostModel m;
+	std::string err;
+	ASSERT_TRUE(costModelFromProfile(
+		profileFor(
+			topo, [](const CpuCore &, const CpuCore &) { return 40.0; }, [](int, int) { return 100.0; }),
+		m, err))
+		<< err;
+	Traffic t = emptyTraffic(4);
+	add(t, 1, 0, kKiloLines);
+	add(t, 2, 0, kKiloLines);
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(4));
+	ASSERT_EQ(c.candidates.size(), 2u); /* local, node:0 */
+	EXPECT_EQ(c.placement.str(), "local");
+}
+
+TEST_F(RecommendTest, MeasuredBandwidthWeighsTheBottleneck)
+{
+	/* As the even case, but node 1's memory reads 4x faster: node:1 serves everything sooner than interleave. */
+	Topology topo = synthetic("pack:1 numa:2 l3:1 core:4 pu:1");
+	json p = profileFor(
+		topo, [](const CpuCore &a, const CpuCore &b) { return a.node == b.node ? 40.0 : 120.0; },
+		[](int from, int to) { return from == to ? 100.0 : 150.0; });
+	p["memory"]["bandwidth"] = { { "median", { { 10.0, 40.0 }, { 10.0, 40.0 } } } };
+	CostModel m;
+	std::string err;
+	ASSERT_TRUE(costModelFromProfile(p, m, err)) << err;
+	EXPECT_DOUBLE_EQ(m.nodeBandwidthGBs.at(1), 40);
+	Traffic t = emptyTraffic(8);
+	add(t, 1, 0, kKiloLines);
+	add(t, 4, 0, kKiloLines);
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(8));
+	/* local: 128 000 / 10; node:1: 128 000 / 40; interleave: max(64 000 / 10, 64 000 / 40). */
+	EXPECT_DOUBLE_EQ(candidate(c, "local").bottleneckNs, 12800);
+	EXPECT_DOUBLE_EQ(candidate(c, "node:1").bottleneckNs, 3200);
+	EXPECT_DOUBLE_EQ(candidate(c, "interleave").bottleneckNs, 6400);
+	EXPECT_EQ(c.placement.str(), "node:1") << c.why;
+}
+
+TEST_F(RecommendTest, LocalOnANodeWithoutMemoryCountsTheNearestMemoryNode)
+{
+	/* Node 1 has cores but no memory: its ranks' "local" memory is on node 0 (MPOL_DEFAULT, nearest). */
+	Topology topo = synthetic("pack:1 numa:2 l3:1 core:4 pu:1");
+	json p = profileFor(
+		topo, [](const CpuCore &a, const CpuCore &b) { return a.node == b.node ? 40.0 : 120.0; },
+		[](int from, int to) { return from == to ? 100.0 : 150.0; });
+	p["topology"]["numa_nodes"] = { { { "id", 0 }, { "has_memory", true } },
+					{ { "id", 1 }, { "has_memory", false } } };
+	CostModel m;
+	std::string err;
+	ASSERT_TRUE(costModelFromProfile(p, m, err)) << err;
+	EXPECT_EQ(m.memoryNodes, (std::vector<int>{ 0 }));
+	Traffic t = emptyTraffic(8);
+	add(t, 4, 4, kKiloLines); /* rank 4 (node 1) reads its own window */
+	MemoryChoice c = chooseMemoryPolicy(m, t, identity(8));
+	ASSERT_EQ(c.candidates.size(), 2u); /* local, node:0 */
+	EXPECT_DOUBLE_EQ(candidate(c, "local").latency, 1000 * 150);
+	EXPECT_DOUBLE_EQ(candidate(c, "node:0").latency, 1000 * 150);
+	EXPECT_EQ(c.placement.str(), "local");
+}
+
+/* A librma statistics file for 8 ranks: @windows as (name, flavor, sizes, bytes matrix by world rank). */
+struct StatsWindow {
+	std::string name, flavor;
+	std::vector<double> sizes;
+	std::vector<std::vector<double>> bytes;
+};
+
+std::string statsFile(const std::vector<StatsWindow> &windows)
+{
+	json j = { { "format", "librma-stats" }, { "version", 1 }, { "world_size", 8 }, { "kinds", { "put" } } };
+	json list = json::array();
+	int id = 0;
+	for (const StatsWindow &w : windows) {
+		std::vector<int> ranks(8);
+		std::iota(ranks.begin(), ranks.end(), 0);
+		list.push_back({ { "id", ++id },
+				 { "name", w.name },
+				 { "flavor", w.flavor },
+				 { "ranks", ranks },
+				 { "sizes", w.sizes },
+				 { "bytes", { { "put", w.bytes } } } });
+	}
+	j["windows"] = list;
+	return j.dump();
+}
+
+std::vector<std::vector<double>> matrix8()
+{
+	return std::vector<std::vector<double>>(8, std::vector<double>(8, 0));
+}
+
+TEST_F(RecommendTest, FileGetsTheDefaultAndEachNamedWindowsOwnPolicy)
+{
+	/*
+	 * 8 ranks fill both nodes, 4 each, wherever the search puts them.
+	 * "halo": every rank (the owner too) to rank 0: 4 origins on each node,
+	 * every policy 1000 x (4 x 100 + 4 x 150) = 1 000 000, interleave halves
+	 * the bottleneck. "result": each rank its own window: local 800 000,
+	 * any other policy 1 000 000. "win#3" like halo, but unnamed. All of it:
+	 * local 2.8e6, node:k and interleave 3.0e6: the default is local.
+	 */
+	auto allToZero = matrix8(), self = matrix8();
+	for (int r = 0; r < 8; ++r) {
+		allToZero[static_cast<std::size_t>(r)][0] = kKiloLines;
+		self[static_cast<std::size_t>(r)][static_cast<std::size_t>(r)] = kKiloLines;
+	}
+	const std::vector<double> sizes(8, 4096);
+	std::string text = statsFile({ { "halo", "allocate", sizes, allToZero },
+				       { "result", "allocate", sizes, self },
+				       { "win#3", "create", sizes, allToZero } });
+	Traffic t;
+	std::string err;
+	ASSERT_TRUE(parseTraffic(text, "s.json", 0, t, err)) << err;
+	ASSERT_EQ(t.windows.size(), 3u);
+	EXPECT_EQ(t.windows[0].name, "halo");
+	EXPECT_EQ(t.windows[0].traffic.at(5, 0), kKiloLines);
+
+	CostModel m = twoNodeModel();
+	Recommendation rec = run(m, t);
+	EXPECT_EQ(rec.memoryDefault.placement.str(), "local") << rec.memoryDefault.why;
+	EXPECT_DOUBLE_EQ(candidate(rec.memoryDefault, "local").latency, 2800000);
+	EXPECT_DOUBLE_EQ(candidate(rec.memoryDefault, "interleave").latency, 3000000);
+	ASSERT_EQ(rec.windowMemory.size(), 1u);
+	EXPECT_EQ(rec.windowMemory[0].first, "halo");
+	EXPECT_EQ(rec.windowMemory[0].second.placement.str(), "interleave");
+	ASSERT_EQ(rec.windowNotes.size(), 1u);
+	EXPECT_NE(rec.windowNotes[0].find("\"win#3\" would take interleave"), std::string::npos) << rec.windowNotes[0];
+
+	auto f = librma::parsePlacementFile(recommendationFile(m, t, rec), "recommended", err);
+	ASSERT_TRUE(f.has_value()) << err;
+	EXPECT_EQ(f->memoryDefault.str(), "local");
+	ASSERT_EQ(f->windowPolicies.size(), 1u);
+	EXPECT_EQ(f->windowPolicies[0].first, "halo");
+	EXPECT_EQ(f->windowPolicies[0].second.str(), "interleave");
+	/* The profile gives no pool: huge pages are left alone, and the evidence says why. */
+	EXPECT_FALSE(f->hugePages.has_value());
+	json e = json::parse(f->evidenceJson);
+	EXPECT_EQ(e["memory"]["default"]["policy"], "local");
+	EXPECT_EQ(e["memory"]["windows"]["halo"]["policy"], "interleave");
+	EXPECT_EQ(e["memory"]["windows"]["halo"]["candidates"].size(), 4u);
+	EXPECT_EQ(e["huge_pages"]["choice"], "unset");
+}
+
+TEST_F(RecommendTest, HugePagesWhenThePoolHoldsEveryWindow)
+{
+	/* Pool windows: halo 1 MiB + 3 MiB -> 2 + 4 MiB; shared 2 x 2 MiB; the create window takes no pool pages. */
+	std::vector<double> halo(8, 0), shared(8, 0), created(8, 1 << 30);
+	halo[0] = 1 << 20;
+	halo[1] = 3 << 20;
+	shared[2] = shared[3] = 2 << 20;
+	auto traffic = matrix8();
+	traffic[1][0] = kKiloLines;
+	std::string text = statsFile({ { "halo", "allocate", halo, traffic },
+				       { "s", "shared", shared, matrix8() },
+				       { "c", "create", created, matrix8() } });
+	Traffic t;
+	std::string err;
+	ASSERT_TRUE(parseTraffic(text, "s.json", 0, t, err, { "halo" })) << err;
+	EXPECT_EQ(t.hugePageBytes, 10LL << 20); /* 5 pages, whichever windows were chosen */
+	EXPECT_EQ(t.windowsInPool, 2);
+
+	CostModel m = twoNodeModel();
+	std::string why;
+	m.hugePagesFree = 5;
+	EXPECT_EQ(chooseHugePages(m, t, why), librma::HugePages::Prefer) << why;
+	EXPECT_NE(why.find("need 10485760 bytes"), std::string::npos) << why;
+	m.hugePagesFree = 4;
+	EXPECT_EQ(chooseHugePages(m, t, why), librma::HugePages::Off) << why;
+	m.hugePagesFree = -1;
+	EXPECT_FALSE(chooseHugePages(m, t, why).has_value());
+	EXPECT_NE(why.find("does not give the 2 MiB pool"), std::string::npos) << why;
+	/* A plain matrix has no window sizes. */
+	m.hugePagesFree = 5;
+	ASSERT_TRUE(parseTraffic(R"({"bytes":[[0,5],[7,0]]})", "t.json", 0, t, err)) << err;
+	EXPECT_FALSE(chooseHugePages(m, t, why).has_value());
+	EXPECT_NE(why.find("no window sizes"), std::string::npos) << why;
+	/* And the profile's pool is read. */
+	Topology topo = synthetic("pack:1 numa:2 l3:1 core:4 pu:1");
+	json p = profileFor(
+		topo, [](const CpuCore &, const CpuCore &) { return 40.0; }, [](int, int) { return 100.0; });
+	p["topology"]["huge_pages"] = { { "free", 7 }, { "total", 8 } };
+	ASSERT_TRUE(costModelFromProfile(p, m, err)) << err;
+	EXPECT_EQ(m.hugePagesFree, 7);
+}
+
 TEST(TrafficTest, ReadsMatricesPairsAndCsv)
 {
 	Traffic t;

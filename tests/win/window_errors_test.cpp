@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -271,6 +273,105 @@ TEST(WindowErrorsTest, AttributesAndInfo)
 			  ASSERT_EQ(rma_win_get_name(win, name, &len), RMA_SUCCESS);
 			  EXPECT_EQ(std::string(name, len).rfind("win#", 0), 0u);
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
+/* The policy mode of the page at @addr (get_mempolicy MPOL_F_ADDR): 0 default, 2 bind, 3 interleave. */
+int policyModeAt(void *addr)
+{
+	int mode = -1;
+	unsigned long mask[4096 / (8 * sizeof(unsigned long))] = {};
+	if (syscall(SYS_get_mempolicy, &mode, mask, 4096UL + 1, addr, 2UL /* MPOL_F_ADDR */) != 0)
+		return -1;
+	return mode;
+}
+
+/*
+ * rma_win_name names a window at creation and picks the job's policy for
+ * that name (RMA_PLACEMENT_WINDOWS); an explicit rma_placement wins;
+ * rma_win_set_info cannot rename; rma_alloc_mem takes the key for its policy.
+ */
+TEST(WindowErrorsTest, WindowNameKeyNamesAtCreationAndPicksTheJobsPolicy)
+{
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+			  setenv("RMA_PLACEMENT", "local", 1);
+			  setenv("RMA_PLACEMENT_WINDOWS", "halo=none;grid=interleave", 1);
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  rma_comm_set_errhandler(RMA_COMM_WORLD, RMA_ERRORS_RETURN);
+			  rma_comm_set_errhandler(RMA_COMM_SELF, RMA_ERRORS_RETURN);
+			  auto placementOf = [](rma_win win) {
+				  rma_info used;
+				  char value[RMA_MAX_INFO_VAL + 1] = "";
+				  int flag = 0;
+				  EXPECT_EQ(rma_win_get_info(win, &used), RMA_SUCCESS);
+				  rma_info_get(used, "rma_placement", RMA_MAX_INFO_VAL, value, &flag);
+				  rma_info_free(&used);
+				  return std::string(value);
+			  };
+			  auto nameOf = [](rma_win win) {
+				  char name[RMA_MAX_OBJECT_NAME];
+				  int len = 0;
+				  EXPECT_EQ(rma_win_get_name(win, name, &len), RMA_SUCCESS);
+				  return std::string(name, static_cast<std::size_t>(len));
+			  };
+			  const long page = sysconf(_SC_PAGESIZE);
+			  rma_info info;
+			  rma_info_create(&info);
+			  rma_info_set(info, "rma_win_name", "halo");
+			  rma_win win;
+			  char *base;
+			  ASSERT_EQ(rma_win_allocate(page, 1, info, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  base[0] = 1;
+			  EXPECT_EQ(nameOf(win), "halo");
+			  EXPECT_EQ(placementOf(win), "none");
+			  EXPECT_EQ(policyModeAt(base), 0 /* MPOL_DEFAULT */);
+			  /* set_info ignores the key: rma_win_set_name renames. */
+			  rma_info other;
+			  rma_info_create(&other);
+			  rma_info_set(other, "rma_win_name", "grid");
+			  EXPECT_EQ(rma_win_set_info(win, other), RMA_SUCCESS);
+			  EXPECT_EQ(nameOf(win), "halo");
+			  EXPECT_EQ(placementOf(win), "none");
+			  rma_info_free(&other);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+
+			  /* An explicit rma_placement wins over the name's policy. */
+			  rma_info_set(info, "rma_placement", "local");
+			  ASSERT_EQ(rma_win_allocate(page, 1, info, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  base[0] = 1;
+			  EXPECT_EQ(nameOf(win), "halo");
+			  EXPECT_EQ(placementOf(win), "local");
+			  EXPECT_EQ(policyModeAt(base), 2 /* MPOL_BIND */);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  rma_info_delete(info, "rma_placement");
+
+			  /* Every flavor takes the name; a name the job does not list keeps the default. */
+			  rma_info_set(info, "rma_win_name", "grid");
+			  ASSERT_EQ(rma_win_create_dynamic(info, RMA_COMM_WORLD, &win), RMA_SUCCESS);
+			  EXPECT_EQ(nameOf(win), "grid");
+			  EXPECT_EQ(placementOf(win), "interleave");
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  rma_info_set(info, "rma_win_name", "unlisted");
+			  ASSERT_EQ(rma_win_allocate_shared(page, 1, info, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  EXPECT_EQ(nameOf(win), "unlisted");
+			  EXPECT_EQ(placementOf(win), "local");
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+
+			  /* rma_alloc_mem: the key selects the policy of the memory. */
+			  rma_info_set(info, "rma_win_name", "halo");
+			  char *mem;
+			  ASSERT_EQ(rma_alloc_mem(page, info, &mem), RMA_SUCCESS);
+			  mem[0] = 1;
+			  EXPECT_EQ(policyModeAt(mem), 0 /* MPOL_DEFAULT */);
+			  ASSERT_EQ(rma_free_mem(mem), RMA_SUCCESS);
+
+			  /* A name librma cannot take. */
+			  rma_info_set(info, "rma_win_name", "");
+			  EXPECT_CLASS(rma_win_allocate(page, 1, info, RMA_COMM_WORLD, &base, &win), RMA_ERR_INFO_VALUE);
+			  rma_info_set(info, "rma_win_name", std::string(RMA_MAX_OBJECT_NAME, 'n').c_str());
+			  EXPECT_CLASS(rma_win_allocate(page, 1, info, RMA_COMM_WORLD, &base, &win), RMA_ERR_INFO_VALUE);
+			  rma_info_free(&info);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 		  }));
 }
