@@ -1012,7 +1012,46 @@ bool recommend(const CostModel &model, const Traffic &traffic, Method method, Re
 		out.windowMemory.emplace_back(w.name, std::move(own));
 	}
 	out.hugePages = chooseHugePages(model, traffic, out.hugePagesWhy);
+	out.progress = chooseProgress(model, out.slotOf);
 	return true;
+}
+
+ProgressChoice chooseProgress(const CostModel &model, const std::vector<int> &slotOf)
+{
+	ProgressChoice c;
+	std::vector<bool> taken(model.slots.size(), false);
+	std::map<int, int> agentOf; /* node with ranks -> an agent CPU there, -1 while none found */
+	for (int slot : slotOf) {
+		taken[static_cast<std::size_t>(slot)] = true;
+		agentOf.emplace(model.slots[static_cast<std::size_t>(slot)].node, -1);
+	}
+	/* The last free core of each node: away from the ranks, which compact placements put first. */
+	for (std::size_t i = model.slots.size(); i-- > 0;) {
+		const Slot &s = model.slots[i];
+		auto at = agentOf.find(s.node);
+		if (!taken[i] && at != agentOf.end() && at->second < 0 && !s.cpus.empty())
+			at->second = s.cpus.back();
+	}
+	std::string where, missing;
+	for (const auto &[node, cpu] : agentOf) {
+		if (cpu < 0)
+			missing.append(cat(missing.empty() ? "" : ", ", std::to_string(node)));
+		else
+			where.append(cat(where.empty() ? "" : ", ", "node ", std::to_string(node), " on CPU ", std::to_string(cpu)));
+	}
+	if (!missing.empty() || agentOf.empty()) {
+		c.why = cat("each rank's own progress thread (librma's default): node ", missing.empty() ? "-" : missing,
+			    " has no core free of ranks for an agent, and an agent sharing a rank's core takes CPU the rank "
+			    "needs, while a rank's own thread parks beside it when idle");
+		return c;
+	}
+	c.mode = "agent";
+	for (const auto &[node, cpu] : agentOf)
+		c.cpus.push_back(cpu);
+	std::sort(c.cpus.begin(), c.cpus.end());
+	c.why = cat("one agent per NUMA node with ranks, each on a core no rank takes (", where,
+		    "): accumulates to idle targets are applied at once without taking a rank's CPU");
+	return c;
 }
 
 namespace {
@@ -1058,6 +1097,8 @@ std::string recommendationFile(const CostModel &model, const Traffic &traffic, c
 	for (const auto &[name, choice] : rec.windowMemory)
 		file.windowPolicies.emplace_back(name, choice.placement);
 	file.hugePages = rec.hugePages;
+	file.progressMode = rec.progress.mode;
+	file.agentCpus = rec.progress.cpus;
 	file.topologyIdentity = model.topologyIdentity;
 	file.topologySource = model.topologySource;
 
@@ -1124,6 +1165,9 @@ std::string recommendationFile(const CostModel &model, const Traffic &traffic, c
 	e["huge_pages"] = { { "choice", rec.hugePages ? (*rec.hugePages == librma::HugePages::Prefer ? "prefer" : "off")
 						      : "unset" },
 			    { "why", rec.hugePagesWhy } };
+	e["progress"] = { { "choice", rec.progress.mode.empty() ? "unset" : rec.progress.mode },
+			  { "cpus", rec.progress.cpus },
+			  { "why", rec.progress.why } };
 	file.evidenceJson = e.dump();
 	return librma::writePlacementFile(file);
 }
@@ -1148,6 +1192,7 @@ std::string recommendationTable(const CostModel &model, const Traffic &traffic, 
 	for (const std::string &note : rec.windowNotes)
 		s += cat("  ", note, "\n");
 	s += cat("  huge pages ", rec.hugePagesWhy, "\n");
+	s += cat("  progress ", rec.progress.mode.empty() ? "default" : rec.progress.mode, ": ", rec.progress.why, "\n");
 	s += "  placement:\n";
 	for (int r = 0; r < traffic.ranks; ++r)
 		s += cat("    rank ", std::to_string(r), ": ", slotText(model, rec.slotOf[static_cast<std::size_t>(r)]), "\n");

@@ -172,6 +172,20 @@ MemoryChoice chooseMemoryPolicy(const CostModel &model, const Traffic &traffic, 
 /* Huge pages for @traffic's windows on @model's host (see the top); nullopt to leave them alone, @why says. */
 std::optional<librma::HugePages> chooseHugePages(const CostModel &model, const Traffic &traffic, std::string &why);
 
+/*
+ * Who drains the accumulate rings, for ranks placed at @slotOf: agent mode
+ * with one agent per NUMA node holding ranks, each on a core of that node
+ * no rank takes (its last allowed CPU), when every such node has one; else
+ * nothing (librma's default: each rank's own progress thread, which takes
+ * no CPU from another rank). @why says which and why.
+ */
+struct ProgressChoice {
+	std::string mode;         /* "agent", or "" to leave librma's default */
+	std::vector<int> cpus;    /* the agents' CPUs, sorted */
+	std::string why;
+};
+ProgressChoice chooseProgress(const CostModel &model, const std::vector<int> &slotOf);
+
 enum class Method { Auto, Exhaustive, Heuristic };
 
 inline constexpr double kExhaustiveLimit = 2e6;
@@ -193,6 +207,7 @@ struct Recommendation {
 	std::vector<std::string> windowNotes;				/* windows left to the default, and why */
 	std::optional<librma::HugePages> hugePages;
 	std::string hugePagesWhy;
+	ProgressChoice progress;
 };
 
 /* Best placement of @traffic's ranks; false with @err if they outnumber the slots. */

@@ -705,6 +705,27 @@ TEST_F(RecommendTest, HugePagesWhenThePoolHoldsEveryWindow)
 	EXPECT_EQ(m.hugePagesFree, 7);
 }
 
+TEST_F(RecommendTest, ProgressAgentsPerNodeOnlyWhereACoreIsFree)
+{
+	/* Two nodes of 4 cores (slots 0-3 node 0, 4-7 node 1). */
+	CostModel m = twoNodeModel();
+	/* Ranks on slots 0, 1 and 4: each node keeps a free core, the last one. */
+	ProgressChoice c = chooseProgress(m, { 0, 1, 4 });
+	EXPECT_EQ(c.mode, "agent") << c.why;
+	ASSERT_EQ(c.cpus.size(), 2u);
+	EXPECT_EQ(c.cpus[0], m.slots[3].cpus.back());
+	EXPECT_EQ(c.cpus[1], m.slots[7].cpus.back());
+	/* Ranks on node 0 only: one agent, on node 0. */
+	c = chooseProgress(m, { 0, 1 });
+	EXPECT_EQ(c.mode, "agent");
+	EXPECT_EQ(c.cpus, std::vector<int>{ m.slots[3].cpus.back() });
+	/* Node 0 full: no agents (a rank's core would be shared), the default stays. */
+	c = chooseProgress(m, { 0, 1, 2, 3, 4 });
+	EXPECT_EQ(c.mode, "");
+	EXPECT_TRUE(c.cpus.empty());
+	EXPECT_NE(c.why.find("node 0 has no core free"), std::string::npos) << c.why;
+}
+
 TEST(TrafficTest, ReadsMatricesPairsAndCsv)
 {
 	Traffic t;
