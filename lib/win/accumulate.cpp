@@ -377,20 +377,9 @@ int Window::publishRing()
 	/* Only rings of memory this host maps: apply-lock targets (dynamic, process memory) have none in use. */
 	if (!dir.valid() || ringHome_.memoryFd < 0 || ringHome_.controlFd < 0 || accLocked_[me])
 		return RMA_SUCCESS;
-	ServedTarget t;
+	ServedTarget t = ringHome_;
 	t.window = ringHome_.controlIno;
-	t.controlPid = ringHome_.controlPid;
-	t.controlFd = ringHome_.controlFd;
-	t.controlDev = ringHome_.controlDev;
-	t.controlIno = ringHome_.controlIno;
 	t.controlBytes = ControlLayout(static_cast<uint32_t>(size()), flavor_ == Flavor::Dynamic).size;
-	t.memoryPid = ringHome_.memoryPid;
-	t.memoryFd = ringHome_.memoryFd;
-	t.memoryHuge = ringHome_.memoryHuge;
-	t.memoryDev = ringHome_.memoryDev;
-	t.memoryIno = ringHome_.memoryIno;
-	t.memoryBytes = ringHome_.memoryBytes;
-	t.memoryOffset = ringHome_.memoryOffset;
 	t.memorySize = static_cast<uint64_t>(targets_[me].size);
 	t.target = me;
 	t.nranks = size();

@@ -609,7 +609,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		ringHome_.memoryDev = m.memoryDev;
 		ringHome_.memoryIno = m.memoryIno;
 		ringHome_.memoryBytes = m.mapSize;
-		ringHome_.memoryHuge = m.hugePages != 0;
+		ringHome_.memoryHuge = m.hugePages != 0 ? 1 : 0;
 		ringHome_.memoryOffset = m.offset;
 		if (contiguous)
 			for (int r = 0; r < me; ++r)

@@ -627,20 +627,12 @@ private:
 	AccArea acc_;                          /* the consumer's view of the same (drainRing) */
 	std::vector<int> served_;              /* targets whose rings this process's thread drains */
 	/*
-	 * Agent mode: where this rank's memory and the control segment can be
-	 * opened from (the processes that keep their descriptors open), and
-	 * our entry in the host's served directory (-1: none).
+	 * Agent mode: what this rank publishes in the host's served directory
+	 * (where its memory and the control segment can be opened from: the
+	 * processes that keep their descriptors open), filled at creation, and
+	 * its entry there (-1: none).
 	 */
-	struct RingHome {
-		pid_t controlPid = 0;
-		int controlFd = -1;
-		uint64_t controlDev = 0, controlIno = 0;
-		pid_t memoryPid = 0;
-		int memoryFd = -1;
-		uint64_t memoryDev = 0, memoryIno = 0;
-		uint64_t memoryBytes = 0, memoryOffset = 0;
-		bool memoryHuge = false;
-	} ringHome_;
+	ServedTarget ringHome_;
 	int servedEntry_ = -1;
 	std::vector<Doorbell *> servers_;      /* per target: the doorbell of its ring's server, or empty */
 	bool orderingNone_ = false;
