@@ -256,8 +256,15 @@ int createWindow(const CreateArgs &a)
 				winTable.insert(handleKey(shadow), w);
 			}
 			*a.win = shadow;
-			if (info != RMA_INFO_NULL)
+			if (info != RMA_INFO_NULL) {
+				/* Named at creation (info key rma_win_name): MPI_Win_get_name sees it too. */
+				char name[RMA_MAX_OBJECT_NAME] = {};
+				int flag = 0, len = 0;
+				if (rma_info_get(info, "rma_win_name", sizeof name - 1, name, &flag) == RMA_SUCCESS && flag &&
+				    rma_win_get_name(rw, name, &len) == RMA_SUCCESS && len > 0)
+					PMPI_Win_set_name(shadow, name);
 				rma_info_free(&info);
+			}
 			countWindow(a.comm, true);
 			return MPI_SUCCESS;
 		}

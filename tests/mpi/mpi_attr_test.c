@@ -208,6 +208,22 @@ int main(int argc, char **argv)
         check_predefined(win, "allocate", base, bytes, 4, MPI_WIN_FLAVOR_ALLOCATE);
         check_keyval_and_name(&win, "allocate");
     }
+    /* rmampi: a window named at creation (info key rma_win_name) has that MPI name too */
+    if (shim) {
+        MPI_Info info;
+        void *base;
+        char name[MPI_MAX_OBJECT_NAME];
+        int len = -1;
+        MT_MPI(MPI_Info_create(&info));
+        MT_MPI(MPI_Info_set(info, "rma_win_name", "halo"));
+        MT_MPI(MPI_Win_allocate(64, 1, info, MPI_COMM_WORLD, &base, &win));
+        MT_MPI(MPI_Info_free(&info));
+        MT_MPI(MPI_Win_get_name(win, name, &len));
+        if (strcmp(name, "halo") != 0)
+            MT_FAIL("rma_win_name: MPI_Win_get_name: expected \"halo\", got \"%s\"", name);
+        MT_EXPECT_INT("rma_win_name: MPI_Win_get_name length", 4, len);
+        MT_MPI(MPI_Win_free(&win));
+    }
     /* allocate_shared over the shared-memory communicator, disp_unit 2 */
     {
         MPI_Comm shm;
