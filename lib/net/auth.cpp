@@ -673,81 +673,96 @@ std::string peerAddress(int fd)
 /* Drive @h over @fd until it ends and its last output (READY) has left. */
 Result<AuthPeer> drive(int fd, Handshake &h, const std::string &peer)
 {
-	uint8_t buf[kHeaderBytes + kNonceBytes + kMacBytes];
-	/* After Done the handshake cannot fail any more: a failure to send READY is reported here. */
-	auto lastSendFailed = [&](int err) {
-		return Result<AuthPeer>::failure(
-			err ? makeErrnoError(RMA_ERR_INTERN, err, "auth server, peer %s: sending READY", peer.c_str())
-			    : makeError(RMA_ERR_INTERN, "auth server, peer %s: READY not sent within the step's time",
-					peer.c_str()));
-	};
-	while (h.state() != AuthState::Failed) {
-		std::span<const uint8_t> out = h.output();
-		const bool done = h.state() == AuthState::Done;
-		if (done && out.empty())
-			return h.peer();
-		const int64_t now = authNowNs();
-		if (h.checkTimeout(now))
-			break;
-		if (done && now > h.deadlineNs())
-			return lastSendFailed(0);
-		pollfd p{ fd, static_cast<short>((out.empty() ? 0 : POLLOUT) | (h.wanted() ? POLLIN : 0)), 0 };
-		const int64_t leftMs = (h.deadlineNs() - now) / 1'000'000 + 1;
-		const int rc = ::poll(&p, 1, static_cast<int>(leftMs < 0 ? 0 : leftMs > 60'000 ? 60'000 : leftMs));
-		if (rc < 0) {
-			const int err = errno;
-			if (err == EINTR)
-				continue;
-			if (done)
-				return lastSendFailed(err);
-			h.peerClosed(err);
-			break;
-		}
-		if (rc == 0)
-			continue; /* the deadline checks above decide */
-		if (p.revents & POLLNVAL) {
-			if (done)
-				return lastSendFailed(EBADF);
-			h.peerClosed(EBADF);
-			break;
-		}
-		if (p.revents & (POLLOUT | POLLERR | POLLHUP) && !out.empty()) {
-			ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n < 0) {
-				const int err = errno;
-				if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
-					if (done)
-						return lastSendFailed(err);
-					h.peerClosed(err);
-					break;
-				}
-			} else {
-				h.consumeOutput(static_cast<std::size_t>(n));
-			}
-		}
-		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
-			const std::size_t want = h.wanted();
-			if (want == 0)
-				continue;
-			ssize_t n = ::recv(fd, buf, want < sizeof(buf) ? want : sizeof(buf), MSG_DONTWAIT);
-			if (n < 0) {
-				const int err = errno;
-				if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
-					continue;
-				h.peerClosed(err);
-				break;
-			}
-			if (n == 0) {
-				h.peerClosed(0);
-				break;
-			}
-			h.feed(std::span<const uint8_t>(buf, static_cast<std::size_t>(n)), authNowNs());
-		}
+	HandshakePump p = pumpHandshake(fd, h, 0, peer);
+	while (p.outcome == HandshakePump::Outcome::Continue) {
+		pollfd pf{ fd, p.events, 0 };
+		const int64_t leftMs = (p.deadlineNs - authNowNs()) / 1'000'000 + 1;
+		const int rc = ::poll(&pf, 1, static_cast<int>(leftMs < 0 ? 0 : leftMs > 60'000 ? 60'000 : leftMs));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		/* A failed poll is the socket's failure: as if it reported an error. */
+		p = pumpHandshake(fd, h, rc < 0 ? POLLERR : rc == 0 ? 0 : pf.revents, peer);
 	}
-	return Result<AuthPeer>::failure(h.error());
+	if (p.outcome == HandshakePump::Outcome::Ready)
+		return h.peer();
+	return Result<AuthPeer>::failure(p.error);
 }
 
 } /* namespace */
+
+HandshakePump pumpHandshake(int fd, Handshake &h, short revents, const std::string &peer) noexcept
+{
+	HandshakePump p;
+	/* After Done the handshake cannot fail any more: a failure to send READY is reported here. */
+	auto sendFailed = [&](int err) {
+		p.outcome = HandshakePump::Outcome::Failed;
+		p.error = err ? makeErrnoError(RMA_ERR_INTERN, err, "auth server, peer %s: sending READY", peer.c_str())
+			      : makeError(RMA_ERR_INTERN, "auth server, peer %s: READY not sent within the step's time",
+					  peer.c_str());
+		return p;
+	};
+	auto failed = [&]() {
+		p.outcome = HandshakePump::Outcome::Failed;
+		p.error = h.error();
+		return p;
+	};
+	if (h.state() == AuthState::Failed)
+		return failed();
+	if (revents & POLLNVAL) {
+		if (h.state() == AuthState::Done)
+			return sendFailed(EBADF);
+		h.peerClosed(EBADF);
+		return failed();
+	}
+	std::span<const uint8_t> out = h.output();
+	if (revents & (POLLOUT | POLLERR | POLLHUP) && !out.empty()) {
+		ssize_t n = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			const int err = errno;
+			if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+				if (h.state() == AuthState::Done)
+					return sendFailed(err);
+				h.peerClosed(err);
+				return failed();
+			}
+		} else {
+			h.consumeOutput(static_cast<std::size_t>(n));
+		}
+	}
+	if (revents & (POLLIN | POLLHUP | POLLERR) && h.wanted() > 0) {
+		uint8_t buf[kHeaderBytes + kNonceBytes + kMacBytes];
+		const std::size_t want = h.wanted();
+		ssize_t n = ::recv(fd, buf, want < sizeof(buf) ? want : sizeof(buf), MSG_DONTWAIT);
+		if (n < 0) {
+			const int err = errno;
+			if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+				h.peerClosed(err);
+				return failed();
+			}
+		} else if (n == 0) {
+			h.peerClosed(0);
+			return failed();
+		} else {
+			h.feed(std::span<const uint8_t>(buf, static_cast<std::size_t>(n)), authNowNs());
+		}
+	}
+	if (h.state() == AuthState::Failed)
+		return failed();
+	const int64_t now = authNowNs();
+	const bool done = h.state() == AuthState::Done;
+	out = h.output();
+	if (done && out.empty()) {
+		p.outcome = HandshakePump::Outcome::Ready;
+		return p;
+	}
+	if (h.checkTimeout(now))
+		return failed();
+	if (done && now > h.deadlineNs())
+		return sendFailed(0);
+	p.events = static_cast<short>((out.empty() ? 0 : POLLOUT) | (h.wanted() ? POLLIN : 0));
+	p.deadlineNs = h.deadlineNs();
+	return p;
+}
 
 Result<AuthPeer> authenticateClient(int fd, const AuthKey &key, ClientConfig config)
 {

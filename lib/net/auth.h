@@ -362,4 +362,25 @@ Result<AuthPeer> authenticateClient(int fd, const AuthKey &key, ClientConfig con
 /* The server side of authenticateClient(), for an accepted socket @fd. */
 Result<AuthPeer> authenticateServer(int fd, const AuthKey &key, ServerConfig config);
 
+/* Where pumpHandshake() leaves a handshake. */
+struct HandshakePump {
+	/* Continue: poll @fd for @events, and call again by @deadlineNs at the latest. Ready: authenticated,
+	 * READY sent (Handshake::peer()). Failed: @error says why (the caller closes the socket). */
+	enum class Outcome { Continue, Ready, Failed } outcome = Outcome::Continue;
+	short events = 0;
+	int64_t deadlineNs = 0;
+	int error = 0;
+};
+
+/*
+ * One round of @h over the socket @fd after poll() reported @revents for
+ * it (0: none, e.g. a timeout, or the first call): send what output()
+ * holds, receive what wanted() asks (never a byte more: what follows the
+ * handshake stays in the socket for the connection), check the step's
+ * deadline. Never blocks (MSG_DONTWAIT), so one thread can drive many
+ * handshakes over poll() (the engine's acceptor does) and a silent peer
+ * holds up no other. @peer names the peer in errors.
+ */
+HandshakePump pumpHandshake(int fd, Handshake &h, short revents, const std::string &peer) noexcept;
+
 } /* namespace librma::net */

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -564,46 +565,108 @@ int Engine::startServer()
 	return RMA_SUCCESS;
 }
 
+/*
+ * Accept connections and authenticate them, many at once: each accepted
+ * socket gets a server Handshake that pumpHandshake() advances whenever
+ * poll() says its socket is ready, so a peer that connects and says
+ * nothing (or trickles bytes) holds up no other until its step's deadline.
+ * At most kMaxPendingHandshakes are in progress; beyond that a new
+ * connection is closed at once (a flood cannot grow this thread's memory).
+ */
 void Engine::acceptLoop()
 {
+	constexpr std::size_t kMaxPendingHandshakes = 256;
+	struct Pending {
+		UniqueFd fd;
+		Handshake h;
+		std::string peer;
+		HandshakePump pump;
+	};
 	NonceCache seen;
 	const uint32_t myHost = hostOf(config_.rank);
 	ServerAllow allow{ this, myHost };
+	std::vector<Pending> pending;
+	std::vector<pollfd> fds;
+	/* Only this thread accepts: a connection gone between poll and accept must not block it. */
+	fcntl(listener_.get(), F_SETFL, fcntl(listener_.get(), F_GETFL) | O_NONBLOCK);
 	while (!stopping_.load(std::memory_order_acquire)) {
-		sockaddr_in from{};
-		socklen_t len = sizeof(from);
-		UniqueFd fd(accept4(listener_.get(), reinterpret_cast<sockaddr *>(&from), &len, SOCK_CLOEXEC));
-		if (!fd.isValid()) {
-			if (errno == EINTR || errno == ECONNABORTED)
+		fds.assign(1, pollfd{ listener_.get(), POLLIN, 0 });
+		int64_t next = authNowNs() + 1'000'000'000;
+		for (const Pending &p : pending) {
+			fds.push_back(pollfd{ p.fd.get(), p.pump.events, 0 });
+			next = std::min(next, p.pump.deadlineNs);
+		}
+		const int64_t leftMs = (next - authNowNs()) / 1'000'000 + 1;
+		const int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<int64_t>(leftMs, 0, 1000)));
+		if (rc < 0 && errno != EINTR)
+			return;
+		/* Handshakes first (fds[1 + i] is pending[i]), then new connections. */
+		std::size_t keep = 0;
+		for (std::size_t i = 0; i < pending.size(); ++i) {
+			Pending &p = pending[i];
+			p.pump = pumpHandshake(p.fd.get(), p.h, rc > 0 ? fds[1 + i].revents : 0, p.peer);
+			if (p.pump.outcome == HandshakePump::Outcome::Continue) {
+				if (keep != i)
+					pending[keep] = std::move(p);
+				++keep;
 				continue;
-			return; /* the listener was shut down (stop) */
+			}
+			if (p.pump.outcome == HandshakePump::Outcome::Failed) {
+				/* Refused: an outsider, or a peer that lost its way. Say so; never let it near a window. */
+				std::fprintf(stderr, "librma: rank %d refused a connection: %s\n", config_.rank,
+					     errorMessage(p.pump.error).c_str());
+				continue;
+			}
+			const AuthPeer &peer = p.h.peer();
+			{
+				std::lock_guard<std::mutex> g(incomingLock_);
+				incoming_.push_back(Incoming{ std::move(p.fd), hostOf(static_cast<int>(peer.leader)), peer.rank });
+			}
+			incomingCount_.fetch_add(1, std::memory_order_release);
+			if (NetLoop *l = loop_.load(std::memory_order_acquire))
+				l->wake();
 		}
-		setNoDelay(fd.get());
-		setLiveness(fd.get(), config_.timeoutMs);
-		ServerConfig sc;
-		sc.jobHash = jobHash_;
-		sc.worldSize = static_cast<uint32_t>(config_.hostOf.size());
-		sc.leader = leaderOf(myHost);
-		sc.peer = ipText(from.sin_addr.s_addr, from.sin_port);
-		sc.seen = &seen;
-		sc.allowLeader = allowLeader;
-		sc.allowRank = allowRank;
-		sc.allowCtx = &allow;
-		auto peer = authenticateServer(fd.get(), *key_, sc);
-		if (!peer) {
-			/* Refused: an outsider, or a peer that lost its way. Say so; never let it near a window. */
-			std::fprintf(stderr, "librma: rank %d refused a connection: %s\n", config_.rank,
-				     errorMessage(peer.code()).c_str());
+		pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(keep), pending.end());
+		if (rc <= 0 || !(fds[0].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)))
 			continue;
+		for (;;) {
+			sockaddr_in from{};
+			socklen_t len = sizeof(from);
+			UniqueFd fd(accept4(listener_.get(), reinterpret_cast<sockaddr *>(&from), &len, SOCK_CLOEXEC));
+			if (!fd.isValid()) {
+				if (errno == EINTR || errno == ECONNABORTED)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					break;
+				return; /* the listener was shut down (stop) */
+			}
+			if (pending.size() >= kMaxPendingHandshakes) {
+				std::fprintf(stderr, "librma: rank %d refused a connection from %s: %zu handshakes in progress\n",
+					     config_.rank, ipText(from.sin_addr.s_addr, from.sin_port).c_str(), pending.size());
+				continue;
+			}
+			setNoDelay(fd.get());
+			setLiveness(fd.get(), config_.timeoutMs);
+			ServerConfig sc;
+			sc.jobHash = jobHash_;
+			sc.worldSize = static_cast<uint32_t>(config_.hostOf.size());
+			sc.leader = leaderOf(myHost);
+			sc.peer = ipText(from.sin_addr.s_addr, from.sin_port);
+			sc.seen = &seen;
+			sc.allowLeader = allowLeader;
+			sc.allowRank = allowRank;
+			sc.allowCtx = &allow;
+			std::string peer = sc.peer;
+			auto h = Handshake::server(*key_, std::move(sc), authNowNs());
+			if (!h) {
+				std::fprintf(stderr, "librma: rank %d refused a connection: %s\n", config_.rank,
+					     errorMessage(h.code()).c_str());
+				continue;
+			}
+			Pending p{ std::move(fd), std::move(h.value()), std::move(peer), {} };
+			p.pump = pumpHandshake(p.fd.get(), p.h, 0, p.peer);
+			pending.push_back(std::move(p));
 		}
-		{
-			std::lock_guard<std::mutex> g(incomingLock_);
-			incoming_.push_back(Incoming{ std::move(fd), hostOf(static_cast<int>(peer.value().leader)),
-						      peer.value().rank });
-		}
-		incomingCount_.fetch_add(1, std::memory_order_release);
-		if (NetLoop *l = loop_.load(std::memory_order_acquire))
-			l->wake();
 	}
 }
 

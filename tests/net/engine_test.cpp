@@ -268,6 +268,34 @@ TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
 	ASSERT_TRUE(link) << errorMessage(link.code());
 }
 
+TEST_F(EngineTest, SilentConnectionsHoldUpNoOtherHandshake)
+{
+	/*
+	 * Two connections that never say a word. An acceptor that
+	 * authenticated one connection at a time would wait out each one's
+	 * step (kAuthStepTimeoutNs, 1 s) before reading our HELLO, and our
+	 * own handshake, bounded by the same step, would time out first.
+	 */
+	int silent[2] = { rawConnect(), rawConnect() };
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	uint8_t v = 5;
+	Link &l = *link.value();
+	ASSERT_EQ(l.send(putFrame(l.nextSeq(), 3, std::span(&v, 1))), RMA_SUCCESS);
+	const uint64_t flush = l.nextSeq();
+	ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+	EXPECT_EQ(server_.at(3), 5);
+	/* The silent ones are closed when their step runs out, never answered. */
+	for (int s : silent) {
+		char buf[64];
+		timeval tv{ 5, 0 };
+		setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		EXPECT_LE(read(s, buf, sizeof buf), 0);
+		close(s);
+	}
+}
+
 TEST_F(EngineTest, AnotherJobsKeyIsRefused)
 {
 	/* An engine of "another job": its own secret, the same addresses. */
