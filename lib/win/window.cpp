@@ -615,10 +615,10 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			for (int r = 0; r < me; ++r)
 				ringHome_.memoryOffset += static_cast<uint64_t>(std::max<int64_t>(sizes[r], 0));
 	}
-	if (!agents) {
-		control_.closeFd();
+	if (!agents || localMe != 0)
+		control_.closeFd(); /* agents open the maker's only */
+	if (!agents)
 		own_.closeFd();
-	}
 	const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
 	globalLocks_ = reinterpret_cast<GlobalLocks *>(control_.data() + layout.globals);
 	slots_ = reinterpret_cast<RankSlot *>(control_.data() + layout.slots);
