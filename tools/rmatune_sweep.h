@@ -20,7 +20,9 @@
  *   compact+interleave      window memory interleaved (several nodes with memory)
  *   compact+heaviest-node   window memory on the node of the heaviest origin
  *                           rank (with a traffic matrix; several nodes)
- *   compact+agent-dedicated progress agent (in rank 0) on a CPU no rank uses
+ *   compact+agent-dedicated progress agent on a CPU no rank uses
+ *   compact+agent-per-node  one agent per NUMA node holding ranks (when the
+ *                           ranks span nodes), each on a free CPU of its node
  *   compact+agent-shared    progress agent on the last rank's CPU
  *   compact+progress-none   no progress thread: origins drain the rings
  *   compact+huge            huge pages required (only when the 2 MiB pool

@@ -112,7 +112,7 @@ inline bool boot(const char *v)
 
 inline constexpr Knob kKnobs[] = {
 	{ "RMA_PROGRESS", "none, thread or agent", "thread",
-	  "who drains the accumulate rings: waiting origins only, a thread in each rank, or one agent per host "
+	  "who drains the accumulate rings: waiting origins only, a thread in each rank, or one agent per NUMA node "
 	  "(rmarun --progress)",
 	  knobs::progress },
 	{ "RMA_PROGRESS_CORE", "a CPU number or list", "the last CPU",

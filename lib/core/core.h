@@ -259,8 +259,8 @@ Doorbell *progressDoorbell(int targetWorldRank, int node = -1);
 
 /*
  * This process's agent: its sources are the rings this process drains (its
- * own windows' in thread mode; every window's in agent mode on the agent's
- * rank). Parks on hostDoorbell(own world rank) once initialized. Its thread
+ * own windows' in thread mode; in agent mode, on a node's agent rank, the
+ * served directory's, win/agent_service.h). Parks on hostDoorbell(own world rank) once initialized. Its thread
  * runs only after ensureAgentThread(). The object lives as long as the
  * process; add/remove its sources as ProgressAgent says (thread-safe).
  */
