@@ -578,7 +578,20 @@ bool RemoteWindow::peerLost(int target)
 	Stream &st = *s.value();
 	if (int rc = st.link->pump(); rc != RMA_SUCCESS && !st.error)
 		st.error = rc;
-	return st.link->failed();
+	if (st.link->failed())
+		return true;
+	/* The host answers; is the target itself alive? Its server says (a NACK marks it dead here: onReply). */
+	const int64_t now = nowMs();
+	if (now - st.probedMs >= kProbeMs && st.acked >= st.probe) {
+		uint64_t seq = 0;
+		if (sendRequest(st, FrameKind::Flush, worldTarget(target), {}, seq) == RMA_SUCCESS) {
+			st.probe = seq;
+			st.probedMs = now;
+			if (int rc = st.link->push(); rc != RMA_SUCCESS && !st.error)
+				st.error = rc;
+		}
+	}
+	return false;
 }
 
 void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
@@ -597,7 +610,15 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		break;
 	case FrameKind::Nack:
 		s.acked = std::max(s.acked, f.header.seq);
-		if (!s.error)
+		/*
+		 * The server found the target dead (it does not serve a dead
+		 * member): record it in this host's job status, so every wait and
+		 * operation involving it fails with RMA_ERR_PROC_FAILED from now on.
+		 */
+		if (f.word0 == RMA_ERR_PROC_FAILED)
+			runtime().bootstrap->markDead(static_cast<int>(f.header.target));
+		/* A refused liveness probe says only that (above); a refused operation is reported at the next wait. */
+		if (f.header.seq != s.probe && !s.error)
 			s.error = makeError(static_cast<int>(f.word0),
 					    "target rank %d's host refused request %llu (error class %s, detail %llu)", t,
 					    static_cast<unsigned long long>(f.header.seq), className(static_cast<int>(f.word0)),
@@ -777,7 +798,36 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 {
 	const int t = f.targetWindowRank;
 	const int origin = rankInWindow_[f.header.origin];
-	switch (static_cast<FrameKind>(f.header.kind)) {
+	const auto kind = static_cast<FrameKind>(f.header.kind);
+	/*
+	 * A member of this host that died is not served: its memory may live
+	 * on (mapped here), but MPI's answer is RMA_ERR_PROC_FAILED, and the
+	 * origin learns of the death from it. Nothing watches the host's
+	 * ranks between collectives, so this server looks: an operation checks
+	 * its target when the job status counts a death (one load) and at most
+	 * every kServerCheckMs otherwise (a clock read per frame, a kill(2)
+	 * per period); a FLUSH naming another rank than this server is a
+	 * liveness probe (peerLost()), rare enough to look every time. A death
+	 * found is recorded in the host's job status, for its ranks' waits.
+	 */
+	const bool touches = kind == FrameKind::Put || kind == FrameKind::Get || kind == FrameKind::Acc ||
+			     kind == FrameKind::GetAcc || kind == FrameKind::Fop || kind == FrameKind::Cas ||
+			     kind == FrameKind::Lock;
+	if (t >= 0 && t != win_.rank() && (touches || kind == FrameKind::Flush)) {
+		bool look = kind == FrameKind::Flush || win_.anyDead();
+		if (!look) {
+			const int64_t now = nowMs();
+			look = now >= serverCheckDueMs_;
+			if (look)
+				serverCheckDueMs_ = now + kServerCheckMs;
+		}
+		if (look && win_.peerDead(t)) [[unlikely]] {
+			runtime().bootstrap->markDead(static_cast<int>(f.header.target));
+			reply.nack(RMA_ERR_PROC_FAILED, static_cast<uint64_t>(f.header.target));
+			return true;
+		}
+	}
+	switch (kind) {
 	case FrameKind::Put:
 	case FrameKind::Get: {
 		const bool put = f.header.kind == static_cast<uint16_t>(FrameKind::Put);
@@ -851,7 +901,6 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	case FrameKind::GetAcc:
 	case FrameKind::Fop:
 	case FrameKind::Cas: {
-		const auto kind = static_cast<FrameKind>(f.header.kind);
 		const bool fetch = kind != FrameKind::Acc;
 		const bool cas = kind == FrameKind::Cas;
 		const auto elem = static_cast<uint8_t>(f.type.basic);

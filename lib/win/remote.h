@@ -131,8 +131,18 @@ public:
 	uint64_t requestSeq(int target);
 	bool repliesDone(int target, uint64_t seq);
 	int waitReplies(const char *call, int target, uint64_t seq);
-	/* Whether the link to @target's host is lost (reads what arrived; connects if not yet connected). */
+	/*
+	 * Whether the link to @target's host is lost (reads what arrived;
+	 * connects if not yet connected). While the link lives, asks that
+	 * host's server at most every kProbeMs whether @target itself lives (a
+	 * FLUSH naming it): a refusal marks it dead in this host's job status,
+	 * where peerDead() finds it.
+	 */
 	bool peerLost(int target);
+	static constexpr int64_t kProbeMs = 50;
+	/* Server side: how often an operation looks whether its (local) target lives; the next time it does. */
+	static constexpr int64_t kServerCheckMs = 20;
+	int64_t serverCheckDueMs_ = 0;
 
 	/* Server side. */
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
@@ -164,6 +174,8 @@ private:
 		uint64_t acked = 0;    /* seq of the last ACK received */
 		std::deque<PendingGet> gets;
 		int error = 0;         /* a NACK or a lost link, reported at the next wait */
+		uint64_t probe = 0;    /* seq of the last liveness probe (a FLUSH naming a target) */
+		int64_t probedMs = 0;  /* when it was sent */
 	};
 	Result<Stream *> stream(const char *call, int target);
 	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */

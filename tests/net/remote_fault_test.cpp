@@ -89,6 +89,43 @@ TEST_F(RemoteFaultTest, LinkCutMidEpochFailsEveryRankWithProcFailed)
 	takeDown();
 }
 
+/*
+ * A dead rank on a host whose server lives: its host's server must refuse
+ * it (RMA_ERR_PROC_FAILED at the origin, on another host) instead of
+ * serving a dead process's memory, and go on serving the host's live rank.
+ * Open MPI's recovery mode keeps the job running past the death.
+ */
+TEST_F(RemoteFaultTest, ADeadTargetIsRefusedWhileItsHostServesTheOthers)
+{
+	bringUp(2);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	const std::string results = dir_ + "/fault";
+	ASSERT_EQ(mkdir(results.c_str(), 0755), 0) << results;
+	setenv("RMA_NETNS_TIMEOUT", "20", 1);
+	/* --map-by node: ranks 0 and 2 on host 1 (rank 0 serves it), rank 1 on host 2. */
+	CommandResult r = run({ "-np", "3", "--map-by", "node", "--oversubscribe", "--mca", "orte_enable_recovery", "1",
+				"-x", "RMA_NET_TIMEOUT_MS=1500", program_, results, "true", "deadtarget" },
+			      60);
+	std::string texts[3];
+	for (int rank = 0; rank < 3; ++rank)
+		texts[rank] = slurp(results + "/rank" + std::to_string(rank));
+	const std::string all = "rank 0:\n" + texts[0] + "rank 1:\n" + texts[1] + "rank 2:\n" + texts[2] +
+				"mpirun said:\n" + r.out + r.err;
+	EXPECT_NE(texts[2].find("dying"), std::string::npos) << all;
+	/* The origin's operations to the dead rank failed with RMA_ERR_PROC_FAILED (38), bounded by the watchdog. */
+	EXPECT_NE(texts[1].find("class 38 after"), std::string::npos) << all;
+	EXPECT_LT(millisOf(texts[1]), 10000) << all;
+	/* The live rank of the same host was still served, and saw the value. */
+	EXPECT_NE(texts[1].find("live target class 0"), std::string::npos) << all;
+	EXPECT_NE(texts[0].find("value 55"), std::string::npos) << all;
+	for (int rank = 0; rank < 2; ++rank) {
+		EXPECT_EQ(texts[rank].find("watchdog"), std::string::npos) << "rank " << rank << "\n" << all;
+		EXPECT_NE(texts[rank].find("free class"), std::string::npos) << "rank " << rank << "\n" << all;
+	}
+	takeDown();
+}
+
 /* The lock kind rank 0 holds on rank 1 when its host drops off the network. */
 class RemoteLockFaultTest : public RemoteFaultTest, public testing::WithParamInterface<std::string>
 {

@@ -22,6 +22,14 @@
  * until rank 2 is done. The ranks signal each other with files in
  * RESULT-DIR ("held", "asking", "done").
  *
+ * With "deadtarget": a dead rank on a host whose server lives. Three ranks,
+ * placed by node on two hosts: ranks 0 and 2 on the first (rank 0 its
+ * server), rank 1 on the second. Rank 2 is killed after the first fence;
+ * rank 1 then puts + flushes to rank 2 in a lock_all epoch until an
+ * operation fails (it must: RMA_ERR_PROC_FAILED, not a put into a dead
+ * process's memory that succeeds for ever), then puts 55 to rank 0, which
+ * must still be served, and rank 0 reads it.
+ *
  * Each rank writes its lines to RESULT-DIR/rank<N> (the file system is
  * shared by the simulated hosts; stdout cannot cross the cut link):
  *   "class C after M ms: MESSAGE" for a failed operation,
@@ -201,14 +209,54 @@ static int lostLockHolder(rma_win win, int me, const char *dir, const char *cutC
 	return 0;
 }
 
+/* The dead-target case ("deadtarget"): see the top of the file. */
+static int deadTarget(rma_win win, long *base, int me, const char *dir)
+{
+	if (me == 2) {
+		report("dying");
+		fclose(g_out);
+		g_out = NULL;
+		signalFile(dir, "dying");
+		kill(getpid(), SIGKILL);
+	}
+	if (me == 0) {
+		/* Serve rank 1 until it is through, then look at what it wrote. */
+		waitFile(dir, "done");
+		report("value %ld", base[0]);
+		return 0;
+	}
+	waitFile(dir, "dying");
+	long v = 42;
+	int rc = rma_win_lock_all(0, win);
+	const double start = nowMs();
+	while (rc == RMA_SUCCESS) {
+		rc = rma_put(&v, 1, RMA_LONG, 2, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(2, win);
+	}
+	describe(rc, start);
+	/* The other rank of that host is still served. */
+	v = 55;
+	rc = rma_put(&v, 1, RMA_LONG, 0, 0, 1, RMA_LONG, win);
+	if (rc == RMA_SUCCESS)
+		rc = rma_win_flush(0, win);
+	int cls = -1;
+	rma_error_class(rc, &cls);
+	report("live target class %d", cls);
+	rma_win_unlock_all(win);
+	signalFile(dir, "done");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive]\n");
+		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive|deadtarget]\n");
 		return 2;
 	}
 	const char *kind = argc == 4 ? argv[3] : NULL;
-	if (kind && strcmp(kind, "shared") != 0 && strcmp(kind, "lockall") != 0 && strcmp(kind, "exclusive") != 0) {
+	if (kind && strcmp(kind, "shared") != 0 && strcmp(kind, "lockall") != 0 && strcmp(kind, "exclusive") != 0 &&
+	    strcmp(kind, "deadtarget") != 0) {
 		fprintf(stderr, "remote_fault: unknown lock kind '%s'\n", kind);
 		return 2;
 	}
@@ -232,7 +280,10 @@ int main(int argc, char **argv)
 	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
 	if (rma_win_fence(0, win) != RMA_SUCCESS)
 		return 1;
-	if ((kind ? lostLockHolder(win, me, argv[1], argv[2], kind) : cutMidEpoch(win, me, argv[2])) != 0)
+	int rc = !kind				    ? cutMidEpoch(win, me, argv[2])
+		 : strcmp(kind, "deadtarget") == 0 ? deadTarget(win, base, me, argv[1])
+						    : lostLockHolder(win, me, argv[1], argv[2], kind);
+	if (rc != 0)
 		return 1;
 	int cls = -1;
 	rma_error_class(rma_win_free(&win), &cls);
