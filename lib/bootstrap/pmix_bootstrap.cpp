@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,7 +67,14 @@ public:
 	PmixValue(const PmixValue &) = delete;
 	PmixValue &operator=(const PmixValue &) = delete;
 
-	pmix_value_t **out() { return &value_; }
+	/* Where PMIx_Get stores a value (any held before is released: a retried Get reuses it). */
+	pmix_value_t **out()
+	{
+		if (value_)
+			PMIX_VALUE_RELEASE(value_);
+		value_ = nullptr;
+		return &value_;
+	}
 	const pmix_value_t *get() const { return value_; }
 
 private:
@@ -239,11 +247,28 @@ int PmixBootstrap::dataRound(uint64_t ctx, uint64_t seq, std::span<const int> me
 		return makeError(cls, "allgather ctx=%llu seq=%llu over %zu ranks: PMIx_Fence: %s",
 				 (unsigned long long)ctx, (unsigned long long)seq, n, PMIx_Error_string(rc));
 	}
+	/*
+	 * Slurm 22.05's PMIx plugin (srun --mpi=pmix) was seen completing a
+	 * fence on each node alone, without the other nodes (the tree fence;
+	 * its ring fence fails outright): a member on another node may not
+	 * have committed yet, and PMIx_Get says NOT_FOUND. Each member's data
+	 * is what this collective waits for anyway, so a missing contribution
+	 * is asked for again (backing off to 10 ms) until it comes, for
+	 * kNotFoundWaitSeconds at most. With a launcher whose fences hold,
+	 * the first Get finds it.
+	 */
+	constexpr int kNotFoundWaitSeconds = 60;
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kNotFoundWaitSeconds);
 	for (std::size_t i = 0; i < n; ++i) {
 		if (static_cast<int>(i) == myIndex)
 			continue;
 		PmixValue theirs;
 		rc = PMIx_Get(&procs[i], key, nullptr, 0, theirs.out());
+		for (useconds_t pause = 50; rc == PMIX_ERR_NOT_FOUND && std::chrono::steady_clock::now() < deadline;
+		     pause = std::min<useconds_t>(pause * 2, 10000)) {
+			usleep(pause);
+			rc = PMIx_Get(&procs[i], key, nullptr, 0, theirs.out());
+		}
 		const pmix_value_t *v = theirs.get();
 		if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != itemBytes)
 			return makeError(RMA_ERR_INTERN,

@@ -2,7 +2,7 @@
 /*
  * What the tests that run jobs across simulated hosts share: a GoogleTest
  * fixture around tools/netns/rma-netns (namespaces as hosts, mpirun.openmpi
- * inside host 1), with its prefix per build directory, its clean-up on
+ * or Slurm's srun inside host 1), with its prefix per build directory, its clean-up on
  * SIGTERM/SIGINT, and checks that `up` made and `down` removed exactly our
  * namespaces. Used by harness_test.cpp and remote_rma_test.cpp.
  *
@@ -159,6 +159,18 @@ protected:
 	{
 		std::vector<std::string> args = { netns_, "run", prefix_, "--" };
 		args.insert(args.end(), mpirunArgs.begin(), mpirunArgs.end());
+		return runCommand(args, timeoutSeconds);
+	}
+
+	/*
+	 * rma-netns srun PREFIX -- @srunArgs: srun --mpi=pmix inside host 1,
+	 * Slurm started in the hosts on first use. Status 77: Slurm or its
+	 * PMIx plugin is not installed (the caller skips).
+	 */
+	CommandResult srun(const std::vector<std::string> &srunArgs, double timeoutSeconds)
+	{
+		std::vector<std::string> args = { netns_, "srun", prefix_, "--" };
+		args.insert(args.end(), srunArgs.begin(), srunArgs.end());
 		return runCommand(args, timeoutSeconds);
 	}
 

@@ -273,6 +273,30 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RemoteRmaAcrossHostsTest,
 					 Layout{ "ThreeHostsTwoTwoAndOneRanks", 3, 5, false }),
 			 [](const testing::TestParamInfo<Layout> &info) { return std::string(info.param.name); });
 
+/*
+ * The same job launched by Slurm (srun --mpi=pmix, slurmctld and a slurmd per
+ * namespace host, started by the harness): 2 hosts x 2 ranks, block
+ * distribution. Skipped where Slurm or its PMIx plugin is not installed.
+ */
+class RemoteRmaUnderSrunTest : public RemoteRmaAcrossHostsTest
+{
+};
+
+TEST_F(RemoteRmaUnderSrunTest, EveryCasePassesAcrossTwoHosts)
+{
+	bringUp(2);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	std::vector<std::string> args = { "-N", "2", "-n", "4", "--distribution=block" };
+	for (const std::string &a : programArgs(program_))
+		args.push_back(a);
+	CommandResult r = srun(args, kCommandTimeout);
+	if (r.status == 77)
+		GTEST_SKIP() << "Slurm (slurmctld, slurmd, srun) with its PMIx plugin is not installed:\n" << r.err;
+	checkJob(r, { 0, 0, 1, 1 }, { prefix_ + "1", prefix_ + "2" });
+	takeDown();
+}
+
 /* rmabench as a rank of a job across two hosts: it measures over TCP and says so. */
 class RmabenchAcrossHostsTest : public NetnsFixture
 {
