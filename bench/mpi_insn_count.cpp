@@ -8,9 +8,10 @@
  * A one-rank MPI job (singleton, no launcher), a window to self: the MPI
  * window the linked librmampi-<abi>.so serves, and a native librma window on
  * the runtime the shim brought up. The operations are those of the OSU
- * one-sided latency tests at 8 bytes: put/get of 8 MPI_CHAR, accumulate of
- * 2 MPI_INT with MPI_SUM, fetch-and-op and compare-and-swap of one
- * MPI_LONG_LONG, each followed by a flush, inside a lock_all epoch.
+ * one-sided latency tests at 8 bytes: put/get of 8 MPI_CHAR, accumulate
+ * and get_accumulate of 2 MPI_INT with MPI_SUM, fetch-and-op and
+ * compare-and-swap of one MPI_LONG_LONG, each followed by a flush, inside a
+ * lock_all epoch.
  * bench/insn_count.sh runs it (PROG=...) and prints the table:
  *
  *   PROG=build/bench/mpi_insn_count-mpich RANKS=1 bash bench/insn_count.sh build
@@ -39,7 +40,7 @@ struct Ctx {
 	void *mbase = nullptr;
 	void *rbase = nullptr;
 	char bytes[8] = {};
-	int ints[2] = { 1, 1 };
+	int ints[4] = { 1, 1, 0, 0 }; /* 2 operands, 2 results */
 	long long one = 1, compare = 0, result = 0;
 };
 
@@ -120,6 +121,14 @@ int main(int argc, char **argv)
 		MPI_Accumulate(c.ints, 2, MPI_INT, 0, 8, 2, MPI_INT, MPI_SUM, m);
 		MPI_Win_flush(0, m);
 	});
+	runCase("native_get_acc_flush", [&] {
+		rma_get_accumulate(c.ints, 2, RMA_INT, c.ints + 2, 2, RMA_INT, 0, 32, 2, RMA_INT, RMA_SUM, r);
+		rma_win_flush(0, r);
+	});
+	runCase("shim_get_acc_flush", [&] {
+		MPI_Get_accumulate(c.ints, 2, MPI_INT, c.ints + 2, 2, MPI_INT, 0, 32, 2, MPI_INT, MPI_SUM, m);
+		MPI_Win_flush(0, m);
+	});
 	runCase("native_fop_flush", [&] {
 		rma_fetch_and_op(&c.one, &c.result, RMA_LONG_LONG, 0, 16, RMA_SUM, r);
 		rma_win_flush(0, r);
@@ -154,7 +163,7 @@ int main(int argc, char **argv)
 	rma_win_free(&c.rwin);
 	MPI_Win_free(&c.mwin);
 	if (rc == 0)
-		std::printf("mpi_insn_count: 12 cases x %d iterations ran\n", kIters);
+		std::printf("mpi_insn_count: 14 cases x %d iterations ran\n", kIters);
 	MPI_Finalize();
 	return rc;
 }

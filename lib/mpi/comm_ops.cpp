@@ -7,14 +7,13 @@
  * librma. No allocation, no lock below MPI_THREAD_MULTIPLE, no MPI call.
  * Decoding on a type-cache miss, counts above INT_MAX and errors are out of line.
  *
- * put, get, accumulate, fetch-and-op and compare-and-swap (int counts) go
- * further (issue 13): the last window used and predefined types and ops
- * (shim.h's fast lookups), below MULTIPLE, make a fast path of a few loads
- * and compares, a plain counter and the librma call; only the return code
- * is checked after that call (errors find the window again, raiseRmaLast()).
- * Anything else
- * (another window, a derived type, MULTIPLE, a user op) tail-calls the
- * general path, which does all of the above.
+ * put, get, accumulate, get_accumulate, fetch_and_op and compare_and_swap
+ * (int counts) go further (issue 13): the last window used and predefined
+ * types and ops (shim.h's fast lookups), below MULTIPLE, make a fast path of
+ * a few loads and compares, a plain counter and the librma call; only the
+ * return code is checked after that call (errors find the window again,
+ * raiseRmaLast()). Anything else (another window, a derived type, MULTIPLE,
+ * a user op) tail-calls the general path, which does all of the above.
  */
 #include "shim.h"
 
@@ -83,6 +82,16 @@ inline bool fastTypes(MPI_Datatype otype, MPI_Datatype ttype, rma_datatype &ot, 
 		return true;
 	}
 	return fastType(ttype, tt);
+}
+
+/* get_accumulate's origin type; with MPI_NO_OP the origin may be MPI_DATATYPE_NULL, and is ignored (as doGetAcc). */
+inline bool fastOriginType(MPI_Datatype otype, MPI_Op op, rma_datatype rt, rma_datatype &ot) noexcept
+{
+	if (otype == MPI_DATATYPE_NULL && op == MPI_NO_OP) {
+		ot = rt;
+		return true;
+	}
+	return fastType(otype, ot);
 }
 
 /* ---- counts ------------------------------------------------------------- */
@@ -361,6 +370,22 @@ template <typename Count>
 	return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRma(*w, rc, "MPI_Compare_and_swap");
 }
 
+/* MPI_Get_accumulate past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int getAccumulateGeneral(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+					   void *result_addr, int result_count, MPI_Datatype result_datatype,
+					   int target_rank, MPI_Aint target_disp, int target_count,
+					   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+	countOp();
+	ShimWin *w = findWinSlow(win);
+	if (!w) [[unlikely]]
+		return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+					   result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+					   win);
+	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
+			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate");
+}
+
 } /* namespace */
 
 } /* namespace rmampi */
@@ -421,14 +446,18 @@ RMAMPI_EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, 
 				     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
 				     MPI_Win win)
 {
-	countOp();
-	ShimWin *w = findWin(win);
-	if (!w) [[unlikely]]
-		return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					   result_datatype, target_rank, target_disp, target_count, target_datatype, op,
-					   win);
-	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate");
+	const ShimWin *w;
+	rma_datatype ot, rt, tt;
+	rma_op rop;
+	if ((w = fastWin(win)) && fastTypes(result_datatype, target_datatype, rt, tt) && fastOp(op, rop) &&
+	    fastOriginType(origin_datatype, op, rt, ot)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_get_accumulate(origin_addr, origin_count, ot, result_addr, result_count, rt,
+					    rmaRank(target_rank), target_disp, target_count, tt, rop, w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Get_accumulate");
+	}
+	return getAccumulateGeneral(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+				    result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
 }
 
 RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
