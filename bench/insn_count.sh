@@ -4,6 +4,8 @@
 #   bash bench/insn_count.sh [BUILD_DIR]           2 ranks through rmarun, rank 0 counted
 #   RANKS=1 bash bench/insn_count.sh [BUILD_DIR]   one rank, target = self
 #   FORMAT=csv bash bench/insn_count.sh ...         case,instructions_per_op
+#   PROG=build/bench/mpi_insn_count-mpich RANKS=1 bash bench/insn_count.sh build
+#                                                   the MPI drop-in vs rma_* (bench/mpi_insn_count.cpp)
 #
 # Each case is a dump that bench/insn_count.cpp takes around kIters
 # iterations; the figure is the dump's Ir total divided by the iterations,
@@ -12,9 +14,9 @@ set -euo pipefail
 build=${1:-build}
 ranks=${RANKS:-2}
 format=${FORMAT:-table}
-iters=2000 # kIters in insn_count.cpp
-prog="$build/bench/insn_count"
-[ -x "$prog" ] || { echo "insn_count.sh: $prog is not built (ninja -C $build bench/insn_count)" >&2; exit 1; }
+iters=2000 # kIters in insn_count.cpp and mpi_insn_count.cpp
+prog=${PROG:-$build/bench/insn_count}
+[ -x "$prog" ] || { echo "insn_count.sh: $prog is not built (ninja -C $build ${prog#$build/})" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "insn_count.sh: valgrind is missing (apt-get install valgrind)" >&2; exit 1; }
 
 out=$(mktemp -d)

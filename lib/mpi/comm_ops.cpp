@@ -6,6 +6,14 @@
  * window or an invalid handle: PMPI_), find the datatypes (and op), call
  * librma. No allocation, no lock below MPI_THREAD_MULTIPLE, no MPI call.
  * Decoding on a type-cache miss, counts above INT_MAX and errors are out of line.
+ *
+ * put, get, accumulate, get_accumulate, fetch_and_op and compare_and_swap
+ * (int counts) go further (issue 13): the last window used and predefined
+ * types and ops (shim.h's fast lookups), below MULTIPLE, make a fast path of
+ * a few loads and compares, a plain counter and the librma call; only the
+ * return code is checked after that call (errors find the window again,
+ * raiseRmaLast()). Anything else (another window, a derived type, MULTIPLE,
+ * a user op) tail-calls the general path, which does all of the above.
  */
 #include "shim.h"
 
@@ -62,6 +70,28 @@ inline rma_op opOf(MPI_Op op, ShimWin &w, const char *call, int &err, const Type
 		return RMA_OP_NULL;
 	}
 	return r;
+}
+
+/* The origin and target types from the fast table (shim.h); the target's is most often the origin's. */
+inline bool fastTypes(MPI_Datatype otype, MPI_Datatype ttype, rma_datatype &ot, rma_datatype &tt) noexcept
+{
+	if (!fastType(otype, ot))
+		return false;
+	if (ttype == otype) {
+		tt = ot;
+		return true;
+	}
+	return fastType(ttype, tt);
+}
+
+/* get_accumulate's origin type; with MPI_NO_OP the origin may be MPI_DATATYPE_NULL, and is ignored (as doGetAcc). */
+inline bool fastOriginType(MPI_Datatype otype, MPI_Op op, rma_datatype rt, rma_datatype &ot) noexcept
+{
+	if (otype == MPI_DATATYPE_NULL && op == MPI_NO_OP) {
+		ot = rt;
+		return true;
+	}
+	return fastType(otype, ot);
 }
 
 /* ---- counts ------------------------------------------------------------- */
@@ -250,19 +280,16 @@ template <typename Count>
 	return request ? completedRequest(w, request, call) : MPI_SUCCESS;
 }
 
-} /* namespace */
+/* The exported calls below count their fast path in gFastPathOps; these count the rest. */
+/* ---- the general paths of the int-count calls -------------------------------- */
 
-} /* namespace rmampi */
-
-using namespace rmampi;
-
-/* ---- int-count forms -------------------------------------------------------- */
-
-RMAMPI_EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-			  MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+/* MPI_Put past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int putGeneral(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+				 int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+				 MPI_Win win)
 {
 	countOp();
-	ShimWin *w = findWin(win);
+	ShimWin *w = findWinSlow(win);
 	if (!w) [[unlikely]]
 		return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				target_datatype, win);
@@ -270,11 +297,12 @@ RMAMPI_EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatyp
 			  target_disp, target_count, target_datatype, nullptr, "MPI_Put");
 }
 
-RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
-			  MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+/* MPI_Get past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int getGeneral(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+				 MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
 	countOp();
-	ShimWin *w = findWin(win);
+	ShimWin *w = findWinSlow(win);
 	if (!w) [[unlikely]]
 		return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 				target_datatype, win);
@@ -282,12 +310,13 @@ RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype orig
 			  target_count, target_datatype, nullptr, "MPI_Get");
 }
 
-RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-				 int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
-				 MPI_Op op, MPI_Win win)
+/* MPI_Accumulate past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int accumulateGeneral(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+					int target_rank, MPI_Aint target_disp, int target_count,
+					MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
 	countOp();
-	ShimWin *w = findWin(win);
+	ShimWin *w = findWinSlow(win);
 	if (!w) [[unlikely]]
 		return PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
 				       target_count, target_datatype, op, win);
@@ -295,26 +324,12 @@ RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_
 		     target_datatype, op, nullptr, "MPI_Accumulate");
 }
 
-RMAMPI_EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
-				     void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank,
-				     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
-				     MPI_Win win)
+/* MPI_Fetch_and_op past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int fetchAndOpGeneral(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+					int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
 	countOp();
-	ShimWin *w = findWin(win);
-	if (!w) [[unlikely]]
-		return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
-					   result_datatype, target_rank, target_disp, target_count, target_datatype, op,
-					   win);
-	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
-			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate");
-}
-
-RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
-				   MPI_Aint target_disp, MPI_Op op, MPI_Win win)
-{
-	countOp();
-	ShimWin *w = findWin(win);
+	ShimWin *w = findWinSlow(win);
 	if (!w) [[unlikely]]
 		return PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
 	int err = MPI_SUCCESS;
@@ -333,11 +348,12 @@ RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, M
 	return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRma(*w, rc, "MPI_Fetch_and_op");
 }
 
-RMAMPI_EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
-				       MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+/* MPI_Compare_and_swap past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int compareAndSwapGeneral(const void *origin_addr, const void *compare_addr, void *result_addr,
+					    MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
 {
 	countOp();
-	ShimWin *w = findWin(win);
+	ShimWin *w = findWinSlow(win);
 	if (!w) [[unlikely]]
 		return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp,
 					     win);
@@ -352,6 +368,124 @@ RMAMPI_EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *comp
 					  target_disp, w->win);
 	}
 	return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRma(*w, rc, "MPI_Compare_and_swap");
+}
+
+/* MPI_Get_accumulate past its fast path: other windows, derived types, MULTIPLE. */
+[[gnu::noinline]] int getAccumulateGeneral(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+					   void *result_addr, int result_count, MPI_Datatype result_datatype,
+					   int target_rank, MPI_Aint target_disp, int target_count,
+					   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+	countOp();
+	ShimWin *w = findWinSlow(win);
+	if (!w) [[unlikely]]
+		return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+					   result_datatype, target_rank, target_disp, target_count, target_datatype, op,
+					   win);
+	return doGetAcc(*w, origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
+			target_rank, target_disp, target_count, target_datatype, op, nullptr, "MPI_Get_accumulate");
+}
+
+} /* namespace */
+
+} /* namespace rmampi */
+
+using namespace rmampi;
+
+/* ---- int-count forms -------------------------------------------------------- */
+
+RMAMPI_EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+			  MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype ot, tt;
+	if ((w = fastWin(win)) && fastTypes(origin_datatype, target_datatype, ot, tt)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_put(origin_addr, origin_count, ot, rmaRank(target_rank), target_disp, target_count, tt,
+				 w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Put");
+	}
+	return putGeneral(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			  target_datatype, win);
+}
+
+RMAMPI_EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+			  MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype ot, tt;
+	if ((w = fastWin(win)) && fastTypes(origin_datatype, target_datatype, ot, tt)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_get(origin_addr, origin_count, ot, rmaRank(target_rank), target_disp, target_count, tt,
+				 w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Get");
+	}
+	return getGeneral(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+			  target_datatype, win);
+}
+
+RMAMPI_EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+				 int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+				 MPI_Op op, MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype ot, tt;
+	rma_op rop;
+	if ((w = fastWin(win)) && fastTypes(origin_datatype, target_datatype, ot, tt) && fastOp(op, rop)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_accumulate(origin_addr, origin_count, ot, rmaRank(target_rank), target_disp, target_count,
+					tt, rop, w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Accumulate");
+	}
+	return accumulateGeneral(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
+				 target_datatype, op, win);
+}
+
+RMAMPI_EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+				     void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank,
+				     MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op,
+				     MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype ot, rt, tt;
+	rma_op rop;
+	if ((w = fastWin(win)) && fastTypes(result_datatype, target_datatype, rt, tt) && fastOp(op, rop) &&
+	    fastOriginType(origin_datatype, op, rt, ot)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_get_accumulate(origin_addr, origin_count, ot, result_addr, result_count, rt,
+					    rmaRank(target_rank), target_disp, target_count, tt, rop, w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Get_accumulate");
+	}
+	return getAccumulateGeneral(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+				    result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+}
+
+RMAMPI_EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+				   MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype t;
+	rma_op rop;
+	if ((w = fastWin(win)) && fastType(datatype, t) && fastOp(op, rop)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_fetch_and_op(origin_addr, result_addr, t, rmaRank(target_rank), target_disp, rop, w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Fetch_and_op");
+	}
+	return fetchAndOpGeneral(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+}
+
+RMAMPI_EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+				       MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+	const ShimWin *w;
+	rma_datatype t;
+	if ((w = fastWin(win)) && fastType(datatype, t)) [[likely]] {
+		gFastPathOps++;
+		int rc = rma_compare_and_swap(origin_addr, compare_addr, result_addr, t, rmaRank(target_rank),
+					      target_disp, w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Compare_and_swap");
+	}
+	return compareAndSwapGeneral(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
 }
 
 /* ---- request forms (§4.7) ---------------------------------------------------- */

@@ -174,4 +174,96 @@ private:
 	std::vector<Array *> retired_;
 };
 
+/*
+ * FastMap: a fixed set of MPI handles -> values, direct-mapped, one probe
+ * per lookup: the shim's predefined datatypes and ops (shim.h). Filled once,
+ * before any reader exists (the shim: at init, before the program can make
+ * another MPI call), and read-only after.
+ *
+ * Thread safety: find() is thread-safe once fill() has returned and the
+ * readers were started after it; fill() is not thread-safe.
+ *
+ * Slot = top bits of key * mult_. Handles are addresses (Open MPI, so they
+ * move with ASLR) or MPICH's packed integers, so fill() picks at run time a
+ * multiplier under which no two keys share a slot: every predefined handle
+ * is then one probe away. Should none be found, the first key keeps a
+ * contested slot and the other is left to the caller's general path
+ * (the shim's typeTable, opTable). An empty slot has key 0 (MPICH) or
+ * nullptr (Open MPI), which no MPI handle is, except slot 0 (guardZero()).
+ */
+template <typename Handle, typename Value, unsigned Bits> class FastMap
+{
+public:
+	/* True with @out set if @h is in the map. */
+	bool find(Handle h, Value &out) const noexcept
+	{
+		const Slot &s = slots_[slot(h, mult_)];
+		out = s.value;
+		return s.key == h;
+	}
+
+	FastMap() noexcept { guardZero(); }
+
+	/* Map every pair, no two on one slot if a multiplier allows it. Not thread-safe (see above). */
+	template <typename Pairs> void fill(const Pairs &pairs) noexcept
+	{
+		uint64_t mult = 0x9e3779b97f4a7c15ull;
+		for (int attempt = 0; attempt < 4096; attempt++, mult += 0x5851f42d4c957f2dull * 2) {
+			Handle seen[kSlots] = {};
+			bool clash = false;
+			for (const auto &[h, v] : pairs) {
+				size_t i = slot(h, mult | 1);
+				clash |= seen[i] != Handle{} && seen[i] != h; /* one handle may be listed twice */
+				seen[i] = h;
+			}
+			if (!clash)
+				break;
+		}
+		mult_ = mult | 1;
+		for (Slot &s : slots_)
+			s = Slot{};
+		for (const auto &[h, v] : pairs) {
+			Slot &s = slots_[slot(h, mult_)];
+			if (s.key == Handle{})
+				s = { h, v };
+		}
+		guardZero();
+	}
+
+private:
+	static constexpr size_t kSlots = size_t{ 1 } << Bits;
+	struct Slot {
+		Handle key{};
+		Value value{};
+	};
+	static size_t slot(Handle h, uint64_t mult) noexcept
+	{
+		return static_cast<size_t>((static_cast<uint64_t>(handleKey(h)) * mult) >> (64 - Bits));
+	}
+	static Handle fromKey(uintptr_t key) noexcept
+	{
+		if constexpr (std::is_pointer_v<Handle>)
+			return reinterpret_cast<Handle>(key);
+		else
+			return static_cast<Handle>(key);
+	}
+	/*
+	 * Handle 0 (or nullptr) always lands on slot 0, so an empty slot 0 must
+	 * not hold the empty key: it gets a key that lives on another slot, which
+	 * no lookup reaching slot 0 can equal.
+	 */
+	void guardZero() noexcept
+	{
+		if (slots_[0].key != Handle{})
+			return;
+		uintptr_t k = 1;
+		while (slot(fromKey(k), mult_) == 0)
+			k++;
+		slots_[0].key = fromKey(k);
+	}
+
+	uint64_t mult_ = 0x9e3779b97f4a7c15ull;
+	Slot slots_[kSlots];
+};
+
 } /* namespace rmampi */

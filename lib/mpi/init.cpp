@@ -143,6 +143,7 @@ int finalizeHook(MPI_Comm, int, void *, void *)
 	ControlLock lock;
 	printStats();
 	/* Windows the program did not free: librma frees them in rma_finalize. */
+	gLastWin = nullptr;
 	for (ShimWin *w : winTable.values())
 		winTable.erase(handleKey(w->shadow));
 	releaseComms();

@@ -40,13 +40,34 @@ void registerThreadStats()
 	tStats.registered = true;
 }
 
+uint64_t gFastPathOps = 0;
+
 uint64_t totalOps()
 {
 	std::lock_guard<std::mutex> g(statsMutex);
-	uint64_t n = retiredOps;
+	uint64_t n = retiredOps + gFastPathOps;
 	for (ThreadStats *t : liveStats)
 		n += t->ops;
 	return n;
+}
+
+/* ---- hot-path lookups (shim.h) --------------------------------------------- */
+
+ShimWin *gLastWin = nullptr;
+FastMap<MPI_Datatype, rma_datatype, 10> gFastTypes;
+FastMap<MPI_Op, rma_op, 8> gFastOps;
+
+ShimWin *findWinSlow(MPI_Win win) noexcept
+{
+	ShimWin *w = winTable.find(handleKey(win));
+	if (w && !shim().multiple)
+		gLastWin = w;
+	return w;
+}
+
+int raiseRmaLast(int rmaCode, const char *call)
+{
+	return raiseRma(*gLastWin, rmaCode, call);
 }
 
 /* ---- control lock -------------------------------------------------------- */
@@ -131,7 +152,8 @@ int typeDeleted(MPI_Datatype type, int, void *value, void *)
 
 void fillTables()
 {
-	for (const auto &[mpiType, rmaType] : predefinedTypes()) {
+	const auto &predefined = predefinedTypes();
+	for (const auto &[mpiType, rmaType] : predefined) {
 		if (typeTable.find(handleKey(mpiType)))
 			continue;
 		auto *e = new TypeEntry;
@@ -139,13 +161,18 @@ void fillTables()
 		e->predefined = true;
 		typeTable.insert(handleKey(mpiType), e);
 	}
+	gFastTypes.fill(predefined);
 	static const MPI_Op ops[] = { MPI_MAX, MPI_MIN,	 MPI_SUM,  MPI_PROD,   MPI_LAND,   MPI_BAND,	MPI_LOR,
 				      MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC, MPI_REPLACE, MPI_NO_OP };
+	std::vector<std::pair<MPI_Op, rma_op>> translated;
 	for (MPI_Op op : ops) {
 		rma_op r = RMA_OP_NULL;
-		if (translateOp(op, r) == MPI_SUCCESS)
+		if (translateOp(op, r) == MPI_SUCCESS) {
 			opTable.insert(handleKey(op), r);
+			translated.emplace_back(op, r);
+		}
 	}
+	gFastOps.fill(translated);
 	PMPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, typeDeleted, &shim().typeKeyval, nullptr);
 }
 

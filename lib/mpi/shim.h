@@ -22,15 +22,24 @@
 #include <rma/rma.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "handle_table.h"
 #include "types.h"
 
 #define RMAMPI_EXPORT extern "C" __attribute__((visibility("default")))
+
+/*
+ * The shim's own declarations are hidden like its definitions
+ * (-fvisibility=hidden covers only those): its globals are then reached
+ * PC-relative, with no GOT load on the hot path.
+ */
+#pragma GCC visibility push(hidden)
 
 namespace rmampi {
 
@@ -125,6 +134,13 @@ void registerThreadStats();
 /* Sum of every thread's operation count (finalize). */
 uint64_t totalOps();
 
+/*
+ * Operations the fast paths made (below MULTIPLE only: they need fastWin()).
+ * The program serializes those calls, so a plain per-process increment is
+ * enough, and costs one instruction with no registration check.
+ */
+extern uint64_t gFastPathOps;
+
 inline void countOp() noexcept
 {
 	if (!tStats.registered) [[unlikely]]
@@ -175,9 +191,68 @@ private:
 /* ---- lookups ---- */
 /* Pre-insert the predefined types and ops; make the datatype keyval (init). */
 void fillTables();
+
+/*
+ * The hot path's lookups (issue 13: the shim adds a handful of instructions
+ * per call). Each answers the common case with a load or two and a compare,
+ * or misses, and the caller then takes its general path (the hash tables,
+ * decoding, WinGuard).
+ *
+ * gLastWin: the window record the program used last, kept below
+ * MPI_THREAD_MULTIPLE only. Set by window creation and findWinSlow(), cleared
+ * by MPI_Win_free before the record is deleted and by the finalize hook.
+ * Below MULTIPLE the program serializes its MPI calls, so the plain pointer
+ * needs no atomics. Under MULTIPLE it is never set (stays nullptr): a record
+ * can be freed under another thread's feet, and every call must take its
+ * window's WinGuard anyway, so fastWin() always misses there.
+ */
+extern ShimWin *gLastWin;
+
+/* @win's record if @win is the last window used (never under MULTIPLE), else nullptr. */
+inline ShimWin *fastWin(MPI_Win win) noexcept
+{
+	ShimWin *w = gLastWin;
+	return w && w->shadow == win ? w : nullptr;
+}
+
+/*
+ * raiseRma() on gLastWin: the error path of a call that went through
+ * fastWin(). The window is still gLastWin when the librma call returns (no
+ * other MPI call can run in between below MULTIPLE, and librma's data path
+ * never calls back into MPI), so the fast path keeps nothing live across
+ * that call.
+ */
+[[gnu::cold]] int raiseRmaLast(int rmaCode, const char *call);
+
+/* findWin()'s miss: the hash table, and gLastWin below MULTIPLE. */
+[[gnu::noinline]] ShimWin *findWinSlow(MPI_Win win) noexcept;
+
+/* @win's record, or nullptr for the MPI's own windows and invalid handles. Thread-safe. */
 inline ShimWin *findWin(MPI_Win win) noexcept
 {
-	return winTable.find(handleKey(win));
+	if (ShimWin *w = fastWin(win)) [[likely]]
+		return w;
+	return findWinSlow(win);
+}
+
+/*
+ * Predefined datatypes with a librma twin (about 60: none is opaque, §4.2, so
+ * the fast paths need not check for MPI_ERR_TYPE) and the 14 predefined ops;
+ * a collision-free multiplier takes a few tries at these sizes.
+ */
+extern FastMap<MPI_Datatype, rma_datatype, 10> gFastTypes;
+extern FastMap<MPI_Op, rma_op, 8> gFastOps;
+
+/* True with @out set to its librma twin if @type is a predefined type in the fast map. */
+inline bool fastType(MPI_Datatype type, rma_datatype &out) noexcept
+{
+	return gFastTypes.find(type, out);
+}
+
+/* True with @out set if @op is a predefined op (in the fast map). */
+inline bool fastOp(MPI_Op op, rma_op &out) noexcept
+{
+	return gFastOps.find(op, out);
 }
 
 /* Slow path of findType(): decode, cache, set the lifetime attribute. nullptr with @rc set on failure. */
@@ -261,3 +336,5 @@ int mpiCodeWithText(int mpiClass, const char *call, const std::string &what);
 int translateInfo(MPI_Info info, rma_info &out, std::string &engine);
 
 } /* namespace rmampi */
+
+#pragma GCC visibility pop

@@ -71,6 +71,59 @@ int rmaLockType(int lockType)
 	return -1; /* librma answers RMA_ERR_LOCKTYPE */
 }
 
+/* The flushes past their fast path: other windows, MULTIPLE. */
+[[gnu::noinline]] int flushGeneral(int rank, MPI_Win win)
+{
+	ShimWin *w = findWinSlow(win);
+	if (!w)
+		return PMPI_Win_flush(rank, win);
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush(rmaRank(rank), w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush");
+}
+
+[[gnu::noinline]] int flushAllGeneral(MPI_Win win)
+{
+	ShimWin *w = findWinSlow(win);
+	if (!w)
+		return PMPI_Win_flush_all(win);
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_all(w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_all");
+}
+
+[[gnu::noinline]] int flushLocalGeneral(int rank, MPI_Win win)
+{
+	ShimWin *w = findWinSlow(win);
+	if (!w)
+		return PMPI_Win_flush_local(rank, win);
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_local(rmaRank(rank), w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_local");
+}
+
+[[gnu::noinline]] int flushLocalAllGeneral(MPI_Win win)
+{
+	ShimWin *w = findWinSlow(win);
+	if (!w)
+		return PMPI_Win_flush_local_all(win);
+	int rc;
+	{
+		WinGuard g(*w);
+		rc = rma_win_flush_local_all(w->win);
+	}
+	return done(*w, rc, "MPI_Win_flush_local_all");
+}
+
 } /* namespace */
 
 } /* namespace rmampi */
@@ -239,54 +292,38 @@ RMAMPI_EXPORT int MPI_Win_unlock_all(MPI_Win win)
 
 RMAMPI_EXPORT int MPI_Win_flush(int rank, MPI_Win win)
 {
-	ShimWin *w = findWin(win);
-	if (!w)
-		return PMPI_Win_flush(rank, win);
-	int rc;
-	{
-		WinGuard g(*w);
-		rc = rma_win_flush(rmaRank(rank), w->win);
+	if (ShimWin *w = fastWin(win)) [[likely]] { /* below MULTIPLE: no WinGuard */
+		int rc = rma_win_flush(rmaRank(rank), w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Win_flush");
 	}
-	return done(*w, rc, "MPI_Win_flush");
+	return flushGeneral(rank, win);
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_all(MPI_Win win)
 {
-	ShimWin *w = findWin(win);
-	if (!w)
-		return PMPI_Win_flush_all(win);
-	int rc;
-	{
-		WinGuard g(*w);
-		rc = rma_win_flush_all(w->win);
+	if (ShimWin *w = fastWin(win)) [[likely]] { /* below MULTIPLE: no WinGuard */
+		int rc = rma_win_flush_all(w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Win_flush_all");
 	}
-	return done(*w, rc, "MPI_Win_flush_all");
+	return flushAllGeneral(win);
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_local(int rank, MPI_Win win)
 {
-	ShimWin *w = findWin(win);
-	if (!w)
-		return PMPI_Win_flush_local(rank, win);
-	int rc;
-	{
-		WinGuard g(*w);
-		rc = rma_win_flush_local(rmaRank(rank), w->win);
+	if (ShimWin *w = fastWin(win)) [[likely]] { /* below MULTIPLE: no WinGuard */
+		int rc = rma_win_flush_local(rmaRank(rank), w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Win_flush_local");
 	}
-	return done(*w, rc, "MPI_Win_flush_local");
+	return flushLocalGeneral(rank, win);
 }
 
 RMAMPI_EXPORT int MPI_Win_flush_local_all(MPI_Win win)
 {
-	ShimWin *w = findWin(win);
-	if (!w)
-		return PMPI_Win_flush_local_all(win);
-	int rc;
-	{
-		WinGuard g(*w);
-		rc = rma_win_flush_local_all(w->win);
+	if (ShimWin *w = fastWin(win)) [[likely]] { /* below MULTIPLE: no WinGuard */
+		int rc = rma_win_flush_local_all(w->win);
+		return rc == RMA_SUCCESS ? MPI_SUCCESS : raiseRmaLast(rc, "MPI_Win_flush_local_all");
 	}
-	return done(*w, rc, "MPI_Win_flush_local_all");
+	return flushLocalAllGeneral(win);
 }
 
 RMAMPI_EXPORT int MPI_Win_sync(MPI_Win win)

@@ -255,6 +255,8 @@ int createWindow(const CreateArgs &a)
 				rma_win_get_group(rw, &w->winGroup);
 				winTable.insert(handleKey(shadow), w);
 			}
+			if (!s.multiple)
+				gLastWin = w; /* the program's next call most likely names it */
 			*a.win = shadow;
 			if (info != RMA_INFO_NULL) {
 				/* Named at creation (info key rma_win_name): MPI_Win_get_name sees it too. */
@@ -399,6 +401,8 @@ RMAMPI_EXPORT int MPI_Win_free(MPI_Win *win)
 		ControlLock lock;
 		winTable.erase(key);
 	}
+	if (gLastWin == w) /* only ever set below MULTIPLE (shim.h) */
+		gLastWin = nullptr;
 	delete w;
 	return code != MPI_SUCCESS ? code : mrc;
 }

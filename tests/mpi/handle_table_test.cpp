@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <thread>
+#include <utility>
 #include <vector>
 
+using rmampi::FastMap;
 using rmampi::handleKey;
 using rmampi::HandleTable;
 
@@ -61,6 +63,49 @@ TEST(HandleTableTest, KeysOfBothAbis)
 }
 
 /* Readers never see a wrong value or freed memory while a writer inserts and grows. */
+/* MPICH-like predefined datatype handles (kind, size, index packed), pair types among them. */
+TEST(FastMapTest, FindsEveryIntHandleOfASetInOneProbe)
+{
+	std::vector<std::pair<int, int>> pairs;
+	for (int i = 1; i <= 60; i++)
+		pairs.emplace_back(0x4c000000 | ((i % 8 + 1) << 8) | i, i);
+	for (int i = 0; i < 8; i++)
+		pairs.emplace_back(static_cast<int>(0x8c000000u | i), 100 + i);
+	pairs.push_back(pairs.front()); /* one handle under two names (MPI_LONG_LONG_INT, MPI_LONG_LONG) */
+	FastMap<int, int, 10> m;
+	m.fill(pairs);
+	for (const auto &[h, v] : pairs) {
+		int out = -1;
+		EXPECT_TRUE(m.find(h, out)) << std::hex << h;
+		EXPECT_EQ(out, v);
+	}
+	int out = 0;
+	EXPECT_FALSE(m.find(0x4c000000 | (3 << 8) | 61, out));
+	EXPECT_FALSE(m.find(static_cast<int>(0x8c000009u), out));
+	EXPECT_FALSE(m.find(0, out)); /* an empty slot's key is no handle */
+	EXPECT_FALSE((FastMap<int, int, 10>().find(0, out)));
+}
+
+/* Open MPI-like handles: addresses of objects a fixed stride apart. */
+TEST(FastMapTest, FindsEveryPointerHandleOfASetInOneProbe)
+{
+	static char objects[60][512];
+	std::vector<std::pair<char *, int>> pairs;
+	for (int i = 0; i < 60; i++)
+		pairs.emplace_back(objects[i], i + 1);
+	FastMap<char *, int, 10> m;
+	m.fill(pairs);
+	for (const auto &[h, v] : pairs) {
+		int out = -1;
+		EXPECT_TRUE(m.find(h, out));
+		EXPECT_EQ(out, v);
+	}
+	int out = 0;
+	EXPECT_FALSE(m.find(objects[0] + 1, out));
+	EXPECT_FALSE(m.find(nullptr, out)); /* an empty slot's key is no handle */
+	EXPECT_FALSE((FastMap<char *, int, 10>().find(nullptr, out)));
+}
+
 TEST(HandleTableConcurrentTest, ReadersRunWhileTheWriterGrows)
 {
 	HandleTable<int> t;
