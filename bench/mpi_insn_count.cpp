@@ -23,6 +23,8 @@
 
 #include <mpi.h>
 
+#include "mpi_bench_window.h"
+
 #include <rma/rma.h>
 
 #include <cstdio>
@@ -56,35 +58,13 @@ template <typename Body> void runCase(const char *name, Body body)
 	CALLGRIND_DUMP_STATS_AT(name);
 }
 
-bool servedByLibrma(MPI_Win win)
-{
-	MPI_Info info;
-	char value[64] = "";
-	int flag = 0;
-	MPI_Win_get_info(win, &info);
-	MPI_Info_get(info, "librma_engine", sizeof value - 1, value, &flag);
-	MPI_Info_free(&info);
-	return flag && std::strcmp(value, "librma") == 0;
-}
-
 } /* namespace */
 
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
-	int size = 0;
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size != 1) {
-		std::fprintf(stderr, "mpi_insn_count: run it as one process (a window to self)\n");
-		MPI_Abort(MPI_COMM_WORLD, 2);
-	}
 	Ctx c;
-	MPI_Win_allocate(4096, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c.mbase, &c.mwin);
-	if (!servedByLibrma(c.mwin)) {
-		std::fprintf(stderr, "mpi_insn_count: the shim did not give the window to librma "
-				     "(is librmampi linked ahead of the MPI, and RMA_MPI_ENGINE unset?)\n");
-		MPI_Abort(MPI_COMM_WORLD, 1);
-	}
+	rmabench_mpi::allocateServedWindow("mpi_insn_count", 4096, 1, &c.mbase, &c.mwin);
 	/* librma is up (the shim initialized it): the native window shares its runtime. */
 	if (rma_win_allocate(4096, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &c.rbase, &c.rwin) != RMA_SUCCESS) {
 		std::fprintf(stderr, "mpi_insn_count: rma_win_allocate failed\n");

@@ -16,6 +16,8 @@
 
 #include <mpi.h>
 
+#include "mpi_bench_window.h"
+
 #include <rma/rma.h>
 
 #include <cstdio>
@@ -35,21 +37,6 @@ struct Fixture {
 
 Fixture fx;
 
-bool servedByLibrma(MPI_Win win)
-{
-	MPI_Info info;
-	char value[64] = "";
-	int flag = 0;
-	MPI_Win_get_info(win, &info);
-#if MPI_VERSION >= 4
-	int len = sizeof value;
-	MPI_Info_get_string(info, "librma_engine", &len, value, &flag);
-#else
-	MPI_Info_get(info, "librma_engine", sizeof value - 1, value, &flag);
-#endif
-	MPI_Info_free(&info);
-	return flag && std::strcmp(value, "librma") == 0;
-}
 
 /* ---- put / get ---- */
 
@@ -167,18 +154,7 @@ BENCHMARK(BM_FlushShim);
 int main(int argc, char **argv)
 {
 	MPI_Init(&argc, &argv);
-	int size = 0;
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (size != 1) {
-		std::fprintf(stderr, "mpi_shim_bench: run it as one process (a window to self)\n");
-		MPI_Abort(MPI_COMM_WORLD, 2);
-	}
-	MPI_Win_allocate(kInts * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &fx.mbase, &fx.mwin);
-	if (!servedByLibrma(fx.mwin)) {
-		std::fprintf(stderr, "mpi_shim_bench: the shim did not give the window to librma "
-				     "(is librmampi linked ahead of the MPI, and RMA_MPI_ENGINE unset?)\n");
-		MPI_Abort(MPI_COMM_WORLD, 1);
-	}
+	rmabench_mpi::allocateServedWindow("mpi_shim_bench", kInts * sizeof(int), sizeof(int), &fx.mbase, &fx.mwin);
 	/* librma is initialized by the shim: the native window shares its runtime. */
 	rma_win_allocate(kInts * sizeof(int), sizeof(int), RMA_INFO_NULL, RMA_COMM_WORLD, &fx.rbase, &fx.rwin);
 	MPI_Win_lock_all(0, fx.mwin);

@@ -41,6 +41,19 @@ class RemoteFaultTest : public NetnsFixture
 {
 protected:
 	const char *programVariable() const override { return "RMA_REMOTE_FAULT"; }
+
+	/*
+	 * The directory the ranks write their results to (the hosts share the
+	 * file system), made now; mpirun cannot always end on its own (its
+	 * daemons may be behind a cut link), so the harness bounds it.
+	 */
+	std::string makeResultsDir()
+	{
+		const std::string results = dir_ + "/fault";
+		EXPECT_EQ(mkdir(results.c_str(), 0755), 0) << results;
+		setenv("RMA_NETNS_TIMEOUT", "20", 1);
+		return results;
+	}
 };
 
 std::string slurp(const std::string &path)
@@ -63,10 +76,7 @@ TEST_F(RemoteFaultTest, LinkCutMidEpochFailsEveryRankWithProcFailed)
 	bringUp(2);
 	if (IsSkipped() || HasFatalFailure())
 		return;
-	const std::string results = dir_ + "/fault";
-	ASSERT_EQ(mkdir(results.c_str(), 0755), 0) << results;
-	/* mpirun cannot end on its own: bounded by the harness. */
-	setenv("RMA_NETNS_TIMEOUT", "20", 1);
+	const std::string results = makeResultsDir();
 	CommandResult r = run({ "-np", "2", "--map-by", "node", "-x", "RMA_NET_TIMEOUT_MS=1500", program_, results,
 				"ip link set dev eth0 down" },
 			      60);
@@ -100,9 +110,7 @@ TEST_F(RemoteFaultTest, ADeadTargetIsRefusedWhileItsHostServesTheOthers)
 	bringUp(2);
 	if (IsSkipped() || HasFatalFailure())
 		return;
-	const std::string results = dir_ + "/fault";
-	ASSERT_EQ(mkdir(results.c_str(), 0755), 0) << results;
-	setenv("RMA_NETNS_TIMEOUT", "20", 1);
+	const std::string results = makeResultsDir();
 	/* --map-by node: ranks 0 and 2 on host 1 (rank 0 serves it), rank 1 on host 2. */
 	CommandResult r = run({ "-np", "3", "--map-by", "node", "--oversubscribe", "--mca", "orte_enable_recovery", "1",
 				"-x", "RMA_NET_TIMEOUT_MS=1500", program_, results, "true", "deadtarget" },
@@ -137,9 +145,7 @@ TEST_P(RemoteLockFaultTest, ALostHoldersLockIsReleasedForTheNextExclusiveLocker)
 	bringUp(3);
 	if (IsSkipped() || HasFatalFailure())
 		return;
-	const std::string results = dir_ + "/fault";
-	ASSERT_EQ(mkdir(results.c_str(), 0755), 0) << results;
-	setenv("RMA_NETNS_TIMEOUT", "20", 1);
+	const std::string results = makeResultsDir();
 	/* --map-by node: rank r on host r + 1; rank 0 shares host 1 with mpirun. */
 	CommandResult r = run({ "-np", "3", "--map-by", "node", "-x", "RMA_NET_TIMEOUT_MS=1500", program_, results,
 				"ip link set dev eth0 down", kind },
