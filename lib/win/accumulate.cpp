@@ -544,14 +544,27 @@ void Window::collectFetches(int t, uint64_t done)
 		replyUsed_ = 0;
 }
 
+/* Every target's; a failed target (RMA_ERR_PROC_FAILED) does not keep the others from completing. */
+int Window::completeAllAccumulates(const char *call, bool remote)
+{
+	int failed = RMA_SUCCESS;
+	for (int r = 0; r < size(); ++r) {
+		if (!remote && targets_[r].reach == Reach::Remote)
+			continue;
+		if (int rc = completeAccumulates(call, r); rc != RMA_SUCCESS) {
+			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+				return rc;
+			if (failed == RMA_SUCCESS)
+				failed = rc;
+		}
+	}
+	return failed;
+}
+
 int Window::completeAccumulates(const char *call, int t, bool remote)
 {
-	if (t < 0) {
-		for (int r = 0; r < size(); ++r)
-			if (remote || targets_[r].reach != Reach::Remote)
-				RMA_TRY(completeAccumulates(call, r));
-		return RMA_SUCCESS;
-	}
+	if (t < 0)
+		return completeAllAccumulates(call, remote);
 	const uint64_t want = accIssued_[t];
 	if (accApplied_[t] == want)
 		return RMA_SUCCESS;

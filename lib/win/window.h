@@ -565,6 +565,12 @@ private:
 	void collectFetches(int target, uint64_t done);
 	/* -1: every target; @remote false: not those on other hosts (fence completes them by its FENCE frames). */
 	int completeAccumulates(const char *call, int target, bool remote = true);
+	/* Every target's (completeAccumulates(-1)); a failed one (RMA_ERR_PROC_FAILED) does not stop the others. */
+	int completeAllAccumulates(const char *call, bool remote);
+	/* The epoch-closing calls' slow paths when completion fails (sync.cpp, window_ops.cpp). */
+	[[gnu::cold]] int unlockFailed(int target, int rc);
+	[[gnu::cold]] int unlockAllFailed(int rc);
+	[[gnu::cold]] int fenceFailed(int assert, int rc);
 	void ringDoorbell(int target);
 	int reserveReply(const char *call, size_t bytes, size_t &offset);
 	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const TypeNode *runs,
