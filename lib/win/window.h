@@ -494,10 +494,26 @@ private:
 	int build(int status, void *base, rma_aint size, int dispUnit);
 	int barrier(const char *call);
 	int checkAccess(const char *call, int target);
-	/* Wait until @ready() holds, watching @peer (or, if -1, every member) for death. */
+	/*
+	 * Wait until @ready() holds, watching @peer (or, if -1, every member) for
+	 * death; @watch() (an error code) is asked at the same rate, for what
+	 * else the wait depends on.
+	 */
+	template<typename Ready, typename Watch>
+	int waitUntil(const char *call, const char *what, int peer, Ready &&ready, Watch &&watch);
 	template<typename Ready>
-	int waitUntil(const char *call, const char *what, int peer, Ready &&ready);
+	int waitUntil(const char *call, const char *what, int peer, Ready &&ready)
+	{
+		return waitUntil(call, what, peer, static_cast<Ready &&>(ready), [] { return RMA_SUCCESS; });
+	}
 	int checkAlive(const char *call, const char *what, int peer);
+	/*
+	 * A wait for @target's ring (a record applied, room, the consumer role):
+	 * RMA_ERR_PROC_FAILED if a host agent holds the ring's consumer role and
+	 * its process has died (it never gives the role back), else RMA_SUCCESS.
+	 * Slow path: waitUntil()'s @watch.
+	 */
+	[[gnu::cold]] int checkRingHolder(const char *call, const char *what, int target);
 	/*
 	 * Failure detection (the launcher's job status page, see
 	 * bootstrap/job_status.h). anyDead() is the data path's check: one
@@ -586,6 +602,7 @@ private:
 	int applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const TypeNode *nodes, size_t nnodes,
 			rma_aint extent, rma_count count, rma_aint offset, const std::byte *data, std::byte *old,
 			uint64_t bytes, bool &busy);
+	[[gnu::cold]] int remoteRingBusy(int target, bool &busy);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);
 	void endExpiredLease(int target);
@@ -604,6 +621,7 @@ private:
 	std::vector<uint64_t> traffic_;  /* per target x TrafficKind: ops, bytes (stats_ only) */
 	const std::atomic<uint64_t> *deadCount_ = &kNoDeaths;
 	bool released_ = false;
+	uint64_t ringCheckNs_ = 0; /* remoteRingBusy()'s last look (the server thread's) */
 	WindowHints hints_;
 	LocalMemory local_;
 
@@ -733,11 +751,12 @@ inline Window *toWindow(rma_win handle)
 /*
  * Spin (then yield) until @ready() holds. Once the wait is long (past the
  * spinning phase) the ranks that could release it are checked for death
- * every 1024 rounds: @peer, or every member if @peer is -1. This is the
- * slow path only; a wait that ends while spinning makes no system call.
+ * every 1024 rounds: @peer, or every member if @peer is -1, and then
+ * @watch(). This is the slow path only; a wait that ends while spinning
+ * makes no system call.
  */
-template<typename Ready>
-inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready)
+template<typename Ready, typename Watch>
+inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready, Watch &&watch)
 {
 	for (SpinWait wait; !ready(); wait.once()) {
 		if (anyDead()) [[unlikely]] {
@@ -751,11 +770,12 @@ inline int Window::waitUntil(const char *call, const char *what, int peer, Ready
 			continue;
 		if (peer >= 0) {
 			RMA_TRY(checkAlive(call, what, peer));
-			continue;
+		} else {
+			for (int r = 0; r < size(); ++r)
+				if (r != rank())
+					RMA_TRY(checkAlive(call, what, r));
 		}
-		for (int r = 0; r < size(); ++r)
-			if (r != rank())
-				RMA_TRY(checkAlive(call, what, r));
+		RMA_TRY(watch());
 	}
 	return RMA_SUCCESS;
 }
