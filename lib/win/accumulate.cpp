@@ -647,6 +647,13 @@ bool Window::testAccumulate(int t, uint64_t seq)
 	return true;
 }
 
+int Window::testFailure(const char *call, int t)
+{
+	if (static_cast<unsigned>(t) >= targets_.size() || isRemote(t))
+		return RMA_SUCCESS;
+	return checkRingHolder(call, "an accumulate to be applied", t);
+}
+
 int Window::waitAccumulate(const char *call, int t, uint64_t seq)
 {
 #ifdef RMA_HAVE_NET

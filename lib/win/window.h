@@ -377,6 +377,13 @@ public:
 	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */
 	bool testAccumulate(int target, uint64_t seq);
 	int waitAccumulate(const char *call, int target, uint64_t seq);
+	/*
+	 * After testAccumulate() said no: RMA_ERR_PROC_FAILED if the record can
+	 * never be applied (a dead agent holds @target's ring: checkRingHolder()),
+	 * so a program polling rma_test is told rather than left polling.
+	 * A system call only while an agent holds the ring.
+	 */
+	[[gnu::cold]] int testFailure(const char *call, int target);
 
 	/* Progress: drain the rings this process serves (agent source); whether any has records. */
 	int progressPoll();

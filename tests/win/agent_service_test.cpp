@@ -289,15 +289,24 @@ void agentDiesHoldingTheRing(int exitStatus)
 			if (rank == 1) {
 				const int64_t v = 5;
 				ASSERT_EQ(rma_accumulate(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, RMA_SUM, win), RMA_SUCCESS);
-				ASSERT_EQ(rma_accumulate(&v, 1, RMA_INT64_T, 1, 1, 1, RMA_INT64_T, RMA_SUM, win), RMA_SUCCESS);
-				/* No librma call until the agent holds the ring: the flush below cannot drain it first. */
+				rma_request req;
+				ASSERT_EQ(rma_raccumulate(&v, 1, RMA_INT64_T, 1, 1, 1, RMA_INT64_T, RMA_SUM, win, &req),
+					  RMA_SUCCESS);
+				/* No librma call until the agent holds the ring: the calls below cannot drain it first. */
 				ASSERT_TRUE(spinUntil(flags.stalled, 1)) << "the agent never took the ring";
+				/* A program polling the request is told too (once the agent's process is gone). */
+				int done = 0, rc = RMA_SUCCESS;
 				auto t0 = std::chrono::steady_clock::now();
-				int rc = rma_win_flush(1, win);
+				while (rc == RMA_SUCCESS && !done && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+					rc = rma_test(&req, &done, RMA_STATUS_IGNORE);
+				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc) << (done ? " (completed)" : "");
+				t0 = std::chrono::steady_clock::now();
+				rc = rma_win_flush(1, win);
 				double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
 				EXPECT_NE(errorText(rc).find("agent"), std::string::npos) << errorText(rc);
 				EXPECT_LT(waited, 10.0) << "the failure took long to show";
+				EXPECT_EQ(errorClassOf(rma_wait(&req, RMA_STATUS_IGNORE)), RMA_ERR_PROC_FAILED);
 				/* Later completions to that target fail the same way rather than hang. */
 				int64_t r = 0;
 				rc = rma_fetch_and_op(&v, &r, RMA_INT64_T, 1, 2, RMA_SUM, win);
