@@ -1665,6 +1665,8 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 				if (rc != RMA_SUCCESS)
 					return winError(r->win, w, rc);
 			} else if (!w->testAccumulate(r->target, r->seq)) {
+				if (int rc = w->testFailure(call, r->target); rc != RMA_SUCCESS)
+					return winError(r->win, w, rc);
 				*complete = false;
 				return RMA_SUCCESS;
 			}
@@ -1798,6 +1800,8 @@ RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag
 		Request *r = requestTable().lookup(h);
 		Window *w = r ? toWindow(r->win) : nullptr;
 		if (w && !w->testAccumulate(r->target, r->seq)) {
+			if (int rc = w->testFailure("rma_testall", r->target); rc != RMA_SUCCESS)
+				return winError(r->win, w, rc);
 			*flag = 0;
 			return RMA_SUCCESS;
 		}

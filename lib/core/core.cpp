@@ -2,9 +2,12 @@
 #include "core/core.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -12,10 +15,12 @@
 #include <mutex>
 
 #include "bootstrap/external_bootstrap.h"
+#include "bootstrap/pidfd.h"
 #include "common/knobs.h"
 #include "common/spin_wait.h"
 #include "common/cache.h"
 #include "common/tsan.h"
+#include "common/unique_fd.h"
 #include "error/error.h"
 #include "numa/topology.h"
 #include "shm/segment.h"
@@ -266,6 +271,14 @@ struct ProgressState {
 	std::vector<std::pair<int, int>> nodeAgents; /* (NUMA node, world rank), by node */
 	int defaultAgent = -1;                       /* serves nodes without an agent of their own, and -1 */
 	int boundNode = -1;                          /* this process's (boundNode()) */
+	/* The host's agents in other processes, watched for death (hostAgentDead()). */
+	struct AgentWatch {
+		int worldRank;
+		int32_t pid;
+		UniqueFd pidfd; /* invalid: pidfd_open() missing (kill() then), or the agent already gone */
+		bool gone;      /* it had exited before its pidfd could be opened */
+	};
+	std::vector<AgentWatch> agentWatch;
 };
 
 /*
@@ -315,6 +328,32 @@ void chooseAgents(ProgressState &p, const std::vector<Record> &ranks)
 	p.defaultAgent = p.nodeAgents.empty() ? lowest : p.nodeAgents.front().second;
 }
 
+/*
+ * Agent mode: open a pidfd of each of the host's agents in another process
+ * (@ranks: world rank, pid), right after the allgather they answered, so
+ * the pidfd names that very process whatever happens to its pid later.
+ * A failed open is not an error: without pidfd_open() hostAgentDead()
+ * falls back to kill(); ESRCH means the agent has exited already.
+ */
+template<typename Record>
+void watchAgents(ProgressState &p, const std::vector<Record> &ranks, int me)
+{
+	p.agentWatch.clear();
+	if (p.config.mode != ProgressConfig::Mode::Agent)
+		return;
+	for (const Record &r : ranks) {
+		const int rank = static_cast<int>(r.worldRank);
+		bool agent = rank == p.defaultAgent;
+		for (const auto &[node, agentRank] : p.nodeAgents)
+			agent |= agentRank == rank;
+		if (rank == me || !agent || r.pid <= 0)
+			continue;
+		UniqueFd pidfd(pidfdOpen(r.pid));
+		const bool gone = !pidfd.isValid() && errno == ESRCH;
+		p.agentWatch.push_back({ rank, r.pid, std::move(pidfd), gone });
+	}
+}
+
 /* Rank 0 makes the segment, the others map it from the fd it passes. */
 int setUpDoorbells(Comm &world)
 {
@@ -326,7 +365,9 @@ int setUpDoorbells(Comm &world)
 		uint32_t count;
 		int32_t worldRank;
 		int32_t node; /* boundNode(): where this rank's agent would serve */
-	} mine = { RMA_SUCCESS, static_cast<uint32_t>(n), world.rank(), boundNode(Topology::system()) };
+		int32_t pid;  /* watched by the others if this rank runs an agent */
+	} mine = { RMA_SUCCESS, static_cast<uint32_t>(n), world.rank(), boundNode(Topology::system()),
+		   static_cast<int32_t>(getpid()) };
 	p.boundNode = mine.node;
 	std::vector<int> fds;
 	int status = RMA_SUCCESS;
@@ -370,6 +411,7 @@ int setUpDoorbells(Comm &world)
 		std::vector<Mine> ranks(static_cast<std::size_t>(host->size()));
 		std::memcpy(ranks.data(), out.data.data(), ranks.size() * sizeof(Mine));
 		chooseAgents(p, ranks);
+		watchAgents(p, ranks, world.rank());
 		int32_t rootStatus;
 		std::memcpy(&rootStatus, out.data.data(), sizeof(rootStatus));
 		if (rootStatus != RMA_SUCCESS)
@@ -410,6 +452,32 @@ int setUpDoorbells(Comm &world)
 const ProgressConfig &progressConfig()
 {
 	return progressState().config;
+}
+
+bool hostAgentDead(int32_t pid, int &worldRank)
+{
+	ProgressState &p = progressState();
+	worldRank = -1;
+	for (const ProgressState::AgentWatch &w : p.agentWatch) {
+		if (w.pid != pid)
+			continue;
+		worldRank = w.worldRank;
+		if (w.gone)
+			return true;
+		const Runtime &rt = runtime();
+		if (rt.bootstrap && rt.bootstrap->dead(w.worldRank))
+			return true;
+		if (w.pidfd.isValid()) {
+			/* Readable once the process has exited (zombie or reaped); EINTR: asked again next time. */
+			pollfd f{ w.pidfd.get(), POLLIN, 0 };
+			return poll(&f, 1, 0) > 0;
+		}
+		break;
+	}
+	/* Our own agent is alive while we are; an unknown pid is asked by number. */
+	if (pid == static_cast<int32_t>(getpid()))
+		return false;
+	return kill(pid, 0) < 0 && errno == ESRCH;
 }
 
 Doorbell *hostDoorbell(int worldRank)
@@ -763,6 +831,7 @@ int finalizeRuntime()
 	net::setEngine(nullptr);
 #endif
 	p.agent.setDoorbell(nullptr);
+	p.agentWatch.clear();
 	p.bells = nullptr;
 	p.count = 0;
 	p.segment = Segment();

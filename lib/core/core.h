@@ -239,6 +239,21 @@ bool servesNode(int node);
 /* Agent mode: whether this process runs one of the host's agents. Thread-safe. */
 bool isHostAgent();
 
+/*
+ * Agent mode: whether the host agent in process @pid (a consumer-role
+ * holder id's pid, win/acc_area.h) has died, for a waiter that found it
+ * holding a ring. Sets @worldRank to that agent's world rank (-1: @pid is
+ * none of this host's agents). Pid reuse cannot make a dead agent look
+ * alive: every process opens a pidfd of each of its host's agents in
+ * initRuntime(), right after the allgather in which they took part, and
+ * asks that pidfd (readable once the process has exited, zombie or
+ * reaped); the launcher's job status page is asked first. Only where
+ * pidfd_open() is missing does it fall back to kill(@pid, 0), which a
+ * reused pid can fool. Slow path (system calls): callers rate-limit it.
+ * Thread-safe between initRuntime() and finalizeRuntime().
+ */
+bool hostAgentDead(int32_t pid, int &worldRank);
+
 /* The nodes this process's agent serves (-1 last for the default role); empty if none. */
 std::vector<int> agentNodes();
 

@@ -54,7 +54,7 @@ struct AccArea {
 
 	/*
 	 * Take @target's consumer role as @holder (non-zero; a window rank + 1,
-	 * or kAgentHolder), apply up to a batch of its records to the memory at
+	 * or agentHolder(pid)), apply up to a batch of its records to the memory at
 	 * @base (the target's window memory in this process), give the role
 	 * back. Returns the records applied; 0 if the ring was empty or another
 	 * holder has the role.
@@ -70,7 +70,34 @@ struct AccArea {
 	void leavePlain(int target) noexcept;
 };
 
-/* The consumer-role holder id of a host agent (window ranks + 1 stay below 2^16). */
+/*
+ * Consumer-role holder ids (AccTargetLine::consumer): a window member is
+ * its window rank + 1 (below 2^31: ranks are ints); a host agent is
+ * kAgentHolder | its process id, so that an origin that finds a ring's
+ * role held by an agent can tell which process to watch (hostAgentDead(),
+ * core.h): an agent that dies holding it never gives it back. Pids are
+ * positive and at most PID_MAX_LIMIT (2^22) on Linux, so they fit the low
+ * 32 bits, and bit 32 keeps every agent id apart from every member id.
+ */
 inline constexpr uint64_t kAgentHolder = uint64_t(1) << 32;
+static_assert(kAgentHolder > uint64_t(INT32_MAX) + 1, "member ids (rank + 1) stay below the agent bit");
+
+/* The holder id of the agent in process @pid. */
+inline constexpr uint64_t agentHolder(int32_t pid)
+{
+	return kAgentHolder | static_cast<uint32_t>(pid);
+}
+
+/* Whether @holder (a non-zero consumer word) is an agent's id. */
+inline constexpr bool isAgentHolder(uint64_t holder)
+{
+	return (holder & kAgentHolder) != 0;
+}
+
+/* The process id in an agent's holder id. */
+inline constexpr int32_t agentHolderPid(uint64_t holder)
+{
+	return static_cast<int32_t>(static_cast<uint32_t>(holder));
+}
 
 } /* namespace librma */

@@ -79,6 +79,13 @@
  * process that dies holding the consumer role or the apply lock, or before
  * publishing a claimed slot, turns into RMA_ERR_PROC_FAILED for the waiters
  * instead of a hang (the ring itself also skips a dead producer's slot).
+ * The waits on a ring also look at who holds its consumer role: a host
+ * agent (agent mode) serves windows its process may be no member of, so
+ * when the role's word names an agent (agentHolder(pid)) whose process has
+ * died (hostAgentDead()), the waiter fails with RMA_ERR_PROC_FAILED too
+ * (checkRingHolder()), and so does every later wait on that ring: the word
+ * is never given back. An agent that dies without the role leaves its
+ * rings to the origins, which drain them while they wait.
  */
 #include <linux/membarrier.h>
 #include <signal.h>
@@ -403,6 +410,33 @@ void Window::withdrawRing()
 		servers_[rank()]->ring();
 }
 
+int Window::checkRingHolder(const char *call, const char *what, int t)
+{
+	std::atomic<uint64_t> &consumer = accLines_[t].consumer;
+	/*
+	 * Relaxed: a look; only an agent's id is acted on, and only after its
+	 * death has been seen through a system call (hostAgentDead()), after
+	 * which the word is read again: an agent that gave the role back and
+	 * then died is never blamed for it. (Acquire would add nothing: no
+	 * data of the holder's is read here.)
+	 */
+	const uint64_t holder = consumer.load(std::memory_order_relaxed);
+	if (!isAgentHolder(holder))
+		return RMA_SUCCESS;
+	const int32_t pid = agentHolderPid(holder);
+	int agentRank = -1;
+	if (!hostAgentDead(pid, agentRank))
+		return RMA_SUCCESS;
+	/* Relaxed: as above; a dead process stores nothing more, so this value is final. */
+	if (consumer.load(std::memory_order_relaxed) != holder)
+		return RMA_SUCCESS;
+	return makeError(RMA_ERR_PROC_FAILED,
+			 "%s: the progress agent (world rank %d, pid %d) died while it applied the accumulates queued "
+			 "for rank %d of window '%s', holding that rank's accumulate ring (this process waited for %s); "
+			 "the ring cannot be trusted any more and the target's memory may be partly updated",
+			 call, agentRank, static_cast<int>(pid), t, name.c_str(), what);
+}
+
 bool Window::peerAlive(int rank) const
 {
 	if (static_cast<unsigned>(rank) >= targets_.size())
@@ -544,14 +578,27 @@ void Window::collectFetches(int t, uint64_t done)
 		replyUsed_ = 0;
 }
 
+/* Every target's; a failed target (RMA_ERR_PROC_FAILED) does not keep the others from completing. */
+int Window::completeAllAccumulates(const char *call, bool remote)
+{
+	int failed = RMA_SUCCESS;
+	for (int r = 0; r < size(); ++r) {
+		if (!remote && targets_[r].reach == Reach::Remote)
+			continue;
+		if (int rc = completeAccumulates(call, r); rc != RMA_SUCCESS) {
+			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+				return rc;
+			if (failed == RMA_SUCCESS)
+				failed = rc;
+		}
+	}
+	return failed;
+}
+
 int Window::completeAccumulates(const char *call, int t, bool remote)
 {
-	if (t < 0) {
-		for (int r = 0; r < size(); ++r)
-			if (remote || targets_[r].reach != Reach::Remote)
-				RMA_TRY(completeAccumulates(call, r));
-		return RMA_SUCCESS;
-	}
+	if (t < 0)
+		return completeAllAccumulates(call, remote);
 	const uint64_t want = accIssued_[t];
 	if (accApplied_[t] == want)
 		return RMA_SUCCESS;
@@ -565,11 +612,14 @@ int Window::completeAccumulates(const char *call, int t, bool remote)
 #endif
 	uint64_t done = accDoneOf(t);
 	if (done != want) {
-		int rc = waitUntil(call, "accumulates to be applied", -1, [&, t, want] {
-			drainRing(t);
-			done = accDoneOf(t);
-			return done == want;
-		});
+		int rc = waitUntil(
+			call, "accumulates to be applied", -1,
+			[&, t, want] {
+				drainRing(t);
+				done = accDoneOf(t);
+				return done == want;
+			},
+			[&, t] { return checkRingHolder(call, "accumulates to be applied", t); });
 		if (rc != RMA_SUCCESS)
 			return rc;
 	}
@@ -597,6 +647,13 @@ bool Window::testAccumulate(int t, uint64_t seq)
 	return true;
 }
 
+int Window::testFailure(const char *call, int t)
+{
+	if (static_cast<unsigned>(t) >= targets_.size() || isRemote(t))
+		return RMA_SUCCESS;
+	return checkRingHolder(call, "an accumulate to be applied", t);
+}
+
 int Window::waitAccumulate(const char *call, int t, uint64_t seq)
 {
 #ifdef RMA_HAVE_NET
@@ -605,10 +662,13 @@ int Window::waitAccumulate(const char *call, int t, uint64_t seq)
 #endif
 	if (static_cast<unsigned>(t) >= accApplied_.size() || accApplied_[t] >= seq)
 		return RMA_SUCCESS;
-	RMA_TRY(waitUntil(call, "an accumulate to be applied", -1, [&] {
-		drainRing(t);
-		return accDoneOf(t) >= seq;
-	}));
+	RMA_TRY(waitUntil(
+		call, "an accumulate to be applied", -1,
+		[&] {
+			drainRing(t);
+			return accDoneOf(t) >= seq;
+		},
+		[&] { return checkRingHolder(call, "an accumulate to be applied", t); }));
 	testAccumulate(t, seq);
 	return RMA_SUCCESS;
 }
@@ -644,12 +704,15 @@ int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord 
 	MpscStatus status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind, static_cast<uint32_t>(length), &claim);
 	if (status == MpscStatus::Again) {
 		ringDoorbell(t);
-		RMA_TRY(waitUntil(call, "room in the accumulate ring", -1, [&] {
-			drainRing(t);
-			status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind, static_cast<uint32_t>(length),
-						    &claim);
-			return status != MpscStatus::Again;
-		}));
+		RMA_TRY(waitUntil(
+			call, "room in the accumulate ring", -1,
+			[&] {
+				drainRing(t);
+				status = rings_[t].tryClaim(static_cast<uint32_t>(rank()), kind,
+							    static_cast<uint32_t>(length), &claim);
+				return status != MpscStatus::Again;
+			},
+			[&] { return checkRingHolder(call, "room in the accumulate ring", t); }));
 	}
 	if (status != MpscStatus::Ok) [[unlikely]]
 		return makeError(RMA_ERR_INTERN, "%s: a %zu-byte accumulate record does not fit the ring of rank %d", call,
@@ -936,13 +999,16 @@ int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &
 		RMA_TRY(completeAccumulates(call, t));
 	AccTargetLine &line = accLines_[t];
 	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
-	RMA_TRY(waitUntil(call, "the accumulate ring of the target", -1, [&] {
-		uint64_t holder = 0;
-		/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
-		return line.consumer.load(std::memory_order_relaxed) == 0 &&
-		       line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire,
-							     std::memory_order_relaxed);
-	}));
+	RMA_TRY(waitUntil(
+		call, "the accumulate ring of the target", -1,
+		[&] {
+			uint64_t holder = 0;
+			/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
+			return line.consumer.load(std::memory_order_relaxed) == 0 &&
+			       line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire,
+								     std::memory_order_relaxed);
+		},
+		[&] { return checkRingHolder(call, "the accumulate ring of the target", t); }));
 	endExpiredLease(t);
 	/* Others' records queued before this operation: applied first. */
 	while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
@@ -956,6 +1022,25 @@ int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &
 	if (rd && !rd->isContiguous())
 		copyTyped(static_cast<std::byte *>(a.result), *rd, a.rcount, fetched.data(), byteType(), bytes, bytes);
 	return RMA_SUCCESS;
+}
+
+/*
+ * applyRemote() found @t's consumer role taken: retry later (@busy), unless
+ * a host agent that died holds it (it never gives it back): then the
+ * operation fails (checkRingHolder()). Looked at once a millisecond at
+ * most: the server thread retries parked frames often.
+ */
+int Window::remoteRingBusy(int t, bool &busy)
+{
+	busy = true;
+	const uint64_t now = monotonicNs();
+	if (now - ringCheckNs_ < 1'000'000)
+		return RMA_SUCCESS;
+	ringCheckNs_ = now;
+	const int rc = checkRingHolder("another host's accumulate", "the accumulate ring of the target", t);
+	if (rc != RMA_SUCCESS)
+		busy = false;
+	return rc;
 }
 
 /* Path 3: the origin applies the operation under the target's apply lock. */
@@ -1244,10 +1329,8 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 		uint64_t holder = 0;
 		/* Acquire: as in drainRing(); the role is ours until the release below. */
 		if (line.consumer.load(std::memory_order_relaxed) != 0 ||
-		    !line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed)) {
-			busy = true;
-			return RMA_SUCCESS;
-		}
+		    !line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
+			return remoteRingBusy(t, busy);
 		endExpiredLease(t);
 		while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
 		}

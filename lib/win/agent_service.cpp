@@ -79,10 +79,17 @@ UniqueFd openPeerFd(int32_t pid, int32_t fd, uint64_t dev, uint64_t ino)
 	return opened;
 }
 
+/*
+ * The test hook (armAgentStallForTesting): the flag to raise, then the exit
+ * status. Relaxed status, release/acquire flag: see armAgentStallForTesting().
+ */
+std::atomic<std::atomic<int64_t> *> gStallFlag{ nullptr };
+std::atomic<int> gStallStatus{ 0 };
+
 class AgentService
 {
 public:
-	explicit AgentService(ServedDirectory dir) : dir_(dir) {}
+	explicit AgentService(ServedDirectory dir) : dir_(dir), holder_(agentHolder(static_cast<int32_t>(getpid()))) {}
 
 	int poll() noexcept
 	{
@@ -94,9 +101,12 @@ public:
 			seen_ = changes;
 			work = 1;
 		}
+		/* Acquire: pairs with the release in armAgentStallForTesting(); the status is set. */
+		if (std::atomic<int64_t> *stalled = gStallFlag.load(std::memory_order_acquire)) [[unlikely]]
+			return work + stallForTesting(*stalled);
 		for (auto &w : windows_)
 			for (const ServedWindow::Target &t : w->targets)
-				work += w->acc.drain(t.rank, kAgentHolder, t.base);
+				work += w->acc.drain(t.rank, holder_, t.base);
 		return work;
 	}
 
@@ -123,6 +133,33 @@ public:
 	}
 
 private:
+	/*
+	 * The test hook: take the first ring with records as drain() would,
+	 * apply one record, raise @stalled and end the process holding the
+	 * role. Returns 0 (nothing pending yet: nothing drained either).
+	 */
+	[[gnu::cold]] int stallForTesting(std::atomic<int64_t> &stalled) noexcept
+	{
+		for (auto &w : windows_) {
+			for (const ServedWindow::Target &t : w->targets) {
+				if (!w->rings[static_cast<std::size_t>(t.rank)].pending())
+					continue;
+				uint64_t idle = 0;
+				/* Acquire: as in AccArea::drain(). */
+				if (!w->acc.lines[t.rank].consumer.compare_exchange_strong(
+					    idle, holder_, std::memory_order_acquire, std::memory_order_relaxed))
+					continue;
+				w->rings[static_cast<std::size_t>(t.rank)].read(
+					[&w, &t](const MpscRecord &r) { w->acc.applyRecord(t.rank, r, t.base); }, 1);
+				/* Release: the test's ranks read the applied record after they see the flag (acquire). */
+				stalled.store(1, std::memory_order_release);
+				/* Relaxed: ordered by the acquire of the flag in poll(). */
+				_exit(gStallStatus.load(std::memory_order_relaxed));
+			}
+		}
+		return 0;
+	}
+
 	/* Bring the served set in line with the directory (control path; see the header). */
 	void rescan()
 	{
@@ -248,6 +285,7 @@ private:
 	}
 
 	ServedDirectory dir_;
+	const uint64_t holder_; /* our consumer-role holder id: agentHolder(our pid) */
 	uint64_t seen_ = 0;
 	std::vector<std::unique_ptr<ServedWindow>> windows_;
 	std::unordered_set<uint64_t> known_;   /* publications served */
@@ -297,6 +335,14 @@ void stopAgentService()
 		return;
 	(void)localAgent().removeSource(gService.get());
 	gService.reset();
+}
+
+void armAgentStallForTesting(int exitStatus, std::atomic<int64_t> *stalled)
+{
+	/* Relaxed: published by the release below. */
+	gStallStatus.store(exitStatus, std::memory_order_relaxed);
+	/* Release: pairs with the acquire in AgentService::poll(); publishes the status. */
+	gStallFlag.store(stalled, std::memory_order_release);
 }
 
 AgentServiceStats agentServiceStats()

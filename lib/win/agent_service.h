@@ -23,9 +23,18 @@
  * ptrace rules forbid /proc/PID/fd: another user, Yama) is skipped until
  * it changes: its ring stays with its origins, which always drain while
  * they wait, so correctness never depends on the agent.
+ *
+ * The agent takes a ring's consumer role as agentHolder(its pid)
+ * (win/acc_area.h). An agent that dies holding it never gives it back;
+ * the origins waiting on that ring see the id, find the process dead
+ * (hostAgentDead(), core.h) and fail with RMA_ERR_PROC_FAILED instead of
+ * waiting for ever (Window::checkRingHolder()), member of the window or
+ * not. An agent that dies without the role leaves its rings to the
+ * origins, as above.
  */
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace librma {
@@ -52,5 +61,14 @@ struct AgentServiceStats {
 	uint64_t rescans = 0;
 };
 AgentServiceStats agentServiceStats();
+
+/*
+ * Test hook, inert unless called (tests/win/agent_service_test.cpp): from
+ * now on this process's agent drains nothing; the first time it finds a
+ * served ring with records it takes the ring's consumer role, applies one
+ * record, stores 1 in *@stalled (release) and calls _exit(@exitStatus)
+ * holding the role: an agent dying in the middle of its work. Thread-safe.
+ */
+void armAgentStallForTesting(int exitStatus, std::atomic<int64_t> *stalled);
 
 } /* namespace librma */

@@ -146,7 +146,8 @@ struct alignas(kFalseSharingPad) AttachTable {
  * The accumulate area (lib/win/accumulate.cpp), per target rank t:
  *  - AccTargetLine: `consumer` is the ring's consumer role, a try-lock any
  *    process mapping t's memory may take to drain t's ring (0: free, else
- *    the holder's window rank + 1); acquire on taking it pairs with the
+ *    the holder's window rank + 1, or a host agent's agentHolder(pid):
+ *    win/acc_area.h); acquire on taking it pairs with the
  *    release on giving it back, which hands over the ring's head and every
  *    element the previous holder applied. `applyLock` serializes the
  *    accumulates that origins apply themselves to memory they cannot reach

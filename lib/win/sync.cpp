@@ -308,7 +308,8 @@ int Window::unlock(int target)
 		return RMA_SUCCESS;
 	}
 #endif
-	RMA_TRY(completeAccumulates(kCall, target));
+	if (int rc = completeAccumulates(kCall, target); rc != RMA_SUCCESS) [[unlikely]]
+		return unlockFailed(target, rc);
 	completeLocally();
 	if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
 		releaseLock(target, locks_[target] & kLockExclusive);
@@ -316,6 +317,24 @@ int Window::unlock(int target)
 	access_[target] = 0;
 	--locksHeld_;
 	return RMA_SUCCESS;
+}
+
+/*
+ * unlock(@target) could not complete its operations (@rc). A failed process
+ * (a dead agent holding the target's ring): the epoch ends all the same, so
+ * the window can still be freed. Other errors leave it open.
+ */
+int Window::unlockFailed(int target, int rc)
+{
+	if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+		return rc;
+	completeLocally();
+	if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
+		releaseLock(target, locks_[target] & kLockExclusive);
+	locks_[target] = 0;
+	access_[target] = 0;
+	--locksHeld_;
+	return rc;
 }
 
 int Window::lockAll(int assert)
@@ -394,7 +413,8 @@ int Window::unlockAll()
 			return rc;
 		}
 	}
-	RMA_TRY(completeAccumulates("rma_win_unlock_all", -1));
+	if (int rc = completeAllAccumulates("rma_win_unlock_all", true); rc != RMA_SUCCESS) [[unlikely]]
+		return unlockAllFailed(rc);
 	completeLocally();
 	int rc = RMA_SUCCESS;
 	if (!(lockAll_ & kLockNoCheck)) {
@@ -403,6 +423,25 @@ int Window::unlockAll()
 #ifdef RMA_HAVE_NET
 		if (remote_)
 			rc = remote_->unlockAll("rma_win_unlock_all");
+#endif
+	}
+	lockAll_ = 0;
+	allAccess_ = false;
+	return rc;
+}
+
+/* unlockAll() could not complete its operations (@rc): as unlockFailed(). */
+int Window::unlockAllFailed(int rc)
+{
+	if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+		return rc;
+	completeLocally();
+	if (!(lockAll_ & kLockNoCheck)) {
+		/* Release: as in unlockAll(). */
+		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+#ifdef RMA_HAVE_NET
+		if (remote_)
+			(void)remote_->unlockAll("rma_win_unlock_all"); /* the first failure is the one reported */
 #endif
 	}
 	lockAll_ = 0;
@@ -437,7 +476,7 @@ int Window::flushAll(const char *call)
 			if (lockAll_ || locks_[t])
 				RMA_TRY(deadTarget(call, t));
 	}
-	RMA_TRY(completeAccumulates(call, -1));
+	RMA_TRY(completeAllAccumulates(call, true));
 	completeLocally();
 	return RMA_SUCCESS;
 }
@@ -552,9 +591,18 @@ int Window::complete()
 			return rc;
 		}
 	}
-	for (int t : startGroup_)
-		if (!isRemote(t))
-			RMA_TRY(completeAccumulates("rma_win_complete", t));
+	/* A failed process (a dead agent holding a target's ring): the targets are still told, then it is reported. */
+	int failed = RMA_SUCCESS;
+	for (int t : startGroup_) {
+		if (isRemote(t))
+			continue;
+		if (int rc = completeAccumulates("rma_win_complete", t); rc != RMA_SUCCESS) {
+			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+				return rc;
+			if (failed == RMA_SUCCESS)
+				failed = rc;
+		}
+	}
 	completeLocally();
 	const int me = rank();
 	for (int t : startGroup_) {
@@ -573,7 +621,7 @@ int Window::complete()
 	}
 	startGroup_.clear();
 	started_ = false;
-	return RMA_SUCCESS;
+	return failed;
 }
 
 int Window::wait()

@@ -377,6 +377,13 @@ public:
 	/* Requests of queued operations: whether record @seq to @target is applied (results copied out). */
 	bool testAccumulate(int target, uint64_t seq);
 	int waitAccumulate(const char *call, int target, uint64_t seq);
+	/*
+	 * After testAccumulate() said no: RMA_ERR_PROC_FAILED if the record can
+	 * never be applied (a dead agent holds @target's ring: checkRingHolder()),
+	 * so a program polling rma_test is told rather than left polling.
+	 * A system call only while an agent holds the ring.
+	 */
+	[[gnu::cold]] int testFailure(const char *call, int target);
 
 	/* Progress: drain the rings this process serves (agent source); whether any has records. */
 	int progressPoll();
@@ -494,10 +501,26 @@ private:
 	int build(int status, void *base, rma_aint size, int dispUnit);
 	int barrier(const char *call);
 	int checkAccess(const char *call, int target);
-	/* Wait until @ready() holds, watching @peer (or, if -1, every member) for death. */
+	/*
+	 * Wait until @ready() holds, watching @peer (or, if -1, every member) for
+	 * death; @watch() (an error code) is asked at the same rate, for what
+	 * else the wait depends on.
+	 */
+	template<typename Ready, typename Watch>
+	int waitUntil(const char *call, const char *what, int peer, Ready &&ready, Watch &&watch);
 	template<typename Ready>
-	int waitUntil(const char *call, const char *what, int peer, Ready &&ready);
+	int waitUntil(const char *call, const char *what, int peer, Ready &&ready)
+	{
+		return waitUntil(call, what, peer, static_cast<Ready &&>(ready), [] { return RMA_SUCCESS; });
+	}
 	int checkAlive(const char *call, const char *what, int peer);
+	/*
+	 * A wait for @target's ring (a record applied, room, the consumer role):
+	 * RMA_ERR_PROC_FAILED if a host agent holds the ring's consumer role and
+	 * its process has died (it never gives the role back), else RMA_SUCCESS.
+	 * Slow path: waitUntil()'s @watch.
+	 */
+	[[gnu::cold]] int checkRingHolder(const char *call, const char *what, int target);
 	/*
 	 * Failure detection (the launcher's job status page, see
 	 * bootstrap/job_status.h). anyDead() is the data path's check: one
@@ -565,6 +588,12 @@ private:
 	void collectFetches(int target, uint64_t done);
 	/* -1: every target; @remote false: not those on other hosts (fence completes them by its FENCE frames). */
 	int completeAccumulates(const char *call, int target, bool remote = true);
+	/* Every target's (completeAccumulates(-1)); a failed one (RMA_ERR_PROC_FAILED) does not stop the others. */
+	int completeAllAccumulates(const char *call, bool remote);
+	/* The epoch-closing calls' slow paths when completion fails (sync.cpp, window_ops.cpp). */
+	[[gnu::cold]] int unlockFailed(int target, int rc);
+	[[gnu::cold]] int unlockAllFailed(int rc);
+	[[gnu::cold]] int fenceFailed(int assert, int rc);
 	void ringDoorbell(int target);
 	int reserveReply(const char *call, size_t bytes, size_t &offset);
 	int queueRecord(const char *call, int target, uint32_t kind, const AccRecord &h, const TypeNode *runs,
@@ -580,6 +609,7 @@ private:
 	int applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const TypeNode *nodes, size_t nnodes,
 			rma_aint extent, rma_count count, rma_aint offset, const std::byte *data, std::byte *old,
 			uint64_t bytes, bool &busy);
+	[[gnu::cold]] int remoteRingBusy(int target, bool &busy);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);
 	void endExpiredLease(int target);
@@ -598,6 +628,7 @@ private:
 	std::vector<uint64_t> traffic_;  /* per target x TrafficKind: ops, bytes (stats_ only) */
 	const std::atomic<uint64_t> *deadCount_ = &kNoDeaths;
 	bool released_ = false;
+	uint64_t ringCheckNs_ = 0; /* remoteRingBusy()'s last look (the server thread's) */
 	WindowHints hints_;
 	LocalMemory local_;
 
@@ -727,11 +758,12 @@ inline Window *toWindow(rma_win handle)
 /*
  * Spin (then yield) until @ready() holds. Once the wait is long (past the
  * spinning phase) the ranks that could release it are checked for death
- * every 1024 rounds: @peer, or every member if @peer is -1. This is the
- * slow path only; a wait that ends while spinning makes no system call.
+ * every 1024 rounds: @peer, or every member if @peer is -1, and then
+ * @watch(). This is the slow path only; a wait that ends while spinning
+ * makes no system call.
  */
-template<typename Ready>
-inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready)
+template<typename Ready, typename Watch>
+inline int Window::waitUntil(const char *call, const char *what, int peer, Ready &&ready, Watch &&watch)
 {
 	for (SpinWait wait; !ready(); wait.once()) {
 		if (anyDead()) [[unlikely]] {
@@ -745,11 +777,12 @@ inline int Window::waitUntil(const char *call, const char *what, int peer, Ready
 			continue;
 		if (peer >= 0) {
 			RMA_TRY(checkAlive(call, what, peer));
-			continue;
+		} else {
+			for (int r = 0; r < size(); ++r)
+				if (r != rank())
+					RMA_TRY(checkAlive(call, what, r));
 		}
-		for (int r = 0; r < size(); ++r)
-			if (r != rank())
-				RMA_TRY(checkAlive(call, what, r));
+		RMA_TRY(watch());
 	}
 	return RMA_SUCCESS;
 }

@@ -454,12 +454,30 @@ int Window::fence(int assert)
 			return rc;
 		}
 	}
-	RMA_TRY(completeAccumulates("rma_win_fence", -1, false));
+	if (int rc = completeAllAccumulates("rma_win_fence", false); rc != RMA_SUCCESS) [[unlikely]]
+		return fenceFailed(assert, rc);
 	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));
 	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);
 	allAccess_ = fenceEpoch_;
 	return RMA_SUCCESS;
+}
+
+/*
+ * fence() could not complete its operations (@rc). A failed process (a dead
+ * agent holding a target's ring): the live members still meet in the
+ * barrier (they would wait for us otherwise), and the failure is reported
+ * after it. Other errors return at once.
+ */
+int Window::fenceFailed(int assert, int rc)
+{
+	if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+		return rc;
+	completeLocally();
+	RMA_TRY(barrier("rma_win_fence"));
+	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);
+	allAccess_ = fenceEpoch_;
+	return rc;
 }
 
 int Window::sync()

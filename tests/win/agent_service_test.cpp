@@ -10,14 +10,21 @@
  * any librma call, so the value can only appear if an agent applied it.
  * Without an agent serving the window (the case before agents read the
  * served directory) the target waits out its bound and the test fails.
+ *
+ * AgentFaultTest kills the agent (rmarun --keep-going): holding a ring of
+ * a window its process is no member of (a test hook), the waiting origin
+ * must get RMA_ERR_PROC_FAILED instead of waiting for ever; idle, its
+ * rings must fall back to the origins.
  */
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include <rma/rma.h>
@@ -224,6 +231,175 @@ TEST(AgentServiceTest, EachNumaNodeHasAnAgentServingTheTargetsOnIt)
 		rma_barrier(RMA_COMM_WORLD);
 		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 	}));
+}
+
+/* ---- The agent's death (rmarun --keep-going) -------------------------------- */
+
+/* Flags the agent fault cases share with their forked ranks (a mapping made before the fork). */
+struct DeathFlags {
+	std::atomic<int64_t> stalled{ 0 }; /* the agent died holding the ring's consumer role */
+	std::atomic<int64_t> dead{ 0 };    /* the idle agent is about to die */
+	std::atomic<int64_t> done{ 0 };    /* survivors past their checks */
+};
+
+/*
+ * World rank 0 runs the host's agent and is no member of the window of
+ * ranks 1 and 2. Its agent dies (the test hook: _exit(@exitStatus) while
+ * it holds the consumer role of rank 2's ring, one of the origin's two
+ * records applied). The origin's flush must fail with RMA_ERR_PROC_FAILED
+ * naming the agent, within seconds, and so must its later completions to
+ * that target; then the pair frees the window and finalizes. Exit status 0
+ * is the case the launcher's job status page does not report (a process
+ * that exits cleanly by mistake): only the agent's pid tells.
+ */
+void agentDiesHoldingTheRing(int exitStatus)
+{
+	librma::test::SharedMemory memory(sizeof(DeathFlags));
+	ASSERT_NE(memory.data(), nullptr);
+	DeathFlags &flags = *new (memory.data()) DeathFlags{};
+	librma::test::RanksOptions opts;
+	opts.keepGoing = true;
+	opts.timeoutSeconds = 20; /* the hang guard: without the fix the origin's flush never returns */
+	int status = librma::test::runRanks(
+		3,
+		[&flags, exitStatus](int) {
+			setAgentMode();
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			const int rank = worldRank();
+			ASSERT_EQ(librma::isHostAgent(), rank == 0);
+			if (rank == 0)
+				librma::armAgentStallForTesting(exitStatus, &flags.stalled);
+			rma_comm pair;
+			ASSERT_EQ(rma_comm_split(RMA_COMM_WORLD, rank == 0 ? RMA_UNDEFINED : 1, rank, &pair),
+				  RMA_SUCCESS);
+			if (rank == 0) {
+				/* The agent's thread ends this process; computing until then. */
+				spinUntil(flags.done, 2);
+				ADD_FAILURE() << "the agent never took the ring";
+				return;
+			}
+			rma_info info = ringInfo();
+			int64_t *base = nullptr;
+			rma_win win;
+			ASSERT_EQ(rma_win_allocate(rank == 2 ? 64 : 0, 8, info, pair, &base, &win), RMA_SUCCESS);
+			rma_info_free(&info);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			ASSERT_EQ(rma_barrier(pair), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			if (rank == 1) {
+				const int64_t v = 5;
+				ASSERT_EQ(rma_accumulate(&v, 1, RMA_INT64_T, 1, 0, 1, RMA_INT64_T, RMA_SUM, win), RMA_SUCCESS);
+				rma_request req;
+				ASSERT_EQ(rma_raccumulate(&v, 1, RMA_INT64_T, 1, 1, 1, RMA_INT64_T, RMA_SUM, win, &req),
+					  RMA_SUCCESS);
+				/* No librma call until the agent holds the ring: the calls below cannot drain it first. */
+				ASSERT_TRUE(spinUntil(flags.stalled, 1)) << "the agent never took the ring";
+				/* A program polling the request is told too (once the agent's process is gone). */
+				int done = 0, rc = RMA_SUCCESS;
+				auto t0 = std::chrono::steady_clock::now();
+				while (rc == RMA_SUCCESS && !done && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10))
+					rc = rma_test(&req, &done, RMA_STATUS_IGNORE);
+				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc) << (done ? " (completed)" : "");
+				t0 = std::chrono::steady_clock::now();
+				rc = rma_win_flush(1, win);
+				double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+				EXPECT_NE(errorText(rc).find("agent"), std::string::npos) << errorText(rc);
+				EXPECT_LT(waited, 10.0) << "the failure took long to show";
+				EXPECT_EQ(errorClassOf(rma_wait(&req, RMA_STATUS_IGNORE)), RMA_ERR_PROC_FAILED);
+				/* Later completions to that target fail the same way rather than hang. */
+				int64_t r = 0;
+				rc = rma_fetch_and_op(&v, &r, RMA_INT64_T, 1, 2, RMA_SUM, win);
+				if (rc == RMA_SUCCESS)
+					rc = rma_win_flush_all(win);
+				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+				EXPECT_EQ(errorClassOf(rma_win_unlock_all(win)), RMA_ERR_PROC_FAILED);
+			} else {
+				ASSERT_TRUE(spinUntil(flags.stalled, 1));
+				EXPECT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+				/* The agent applied the first record before it died, and never the second. */
+				EXPECT_EQ(std::atomic_ref<int64_t>(base[0]).load(), 5);
+				EXPECT_EQ(std::atomic_ref<int64_t>(base[1]).load(), 0);
+			}
+			/* The survivors free the window (it may report the failure) and finalize. */
+			int rc = rma_win_free(&win);
+			EXPECT_TRUE(rc == RMA_SUCCESS || errorClassOf(rc) == RMA_ERR_PROC_FAILED) << errorText(rc);
+			EXPECT_EQ(win, RMA_WIN_NULL);
+			EXPECT_EQ(rma_comm_free(&pair), RMA_SUCCESS);
+			flags.done.fetch_add(1);
+			EXPECT_EQ(rma_finalize(), RMA_SUCCESS);
+		},
+		opts);
+	EXPECT_EQ(status, exitStatus) << "a survivor failed, or the job hung (124): its output is above";
+	EXPECT_EQ(flags.stalled.load(), 1);
+	EXPECT_EQ(flags.done.load(), 2);
+}
+
+TEST(AgentFaultTest, AgentDyingWhileItHoldsARingFailsTheWaitingOrigin)
+{
+	agentDiesHoldingTheRing(3);
+}
+
+TEST(AgentFaultTest, AgentExitingCleanlyWhileItHoldsARingFailsTheWaitingOrigin)
+{
+	agentDiesHoldingTheRing(0);
+}
+
+/*
+ * World rank 0, the host's agent, dies idle (SIGKILL) with no ring in
+ * hand: the rings it served fall back to their origins, which apply them
+ * while they wait, so the pair's accumulates and fetches complete.
+ */
+TEST(AgentFaultTest, AgentDyingIdleLeavesItsRingsToTheOrigins)
+{
+	librma::test::SharedMemory memory(sizeof(DeathFlags));
+	ASSERT_NE(memory.data(), nullptr);
+	DeathFlags &flags = *new (memory.data()) DeathFlags{};
+	librma::test::RanksOptions opts;
+	opts.keepGoing = true;
+	opts.timeoutSeconds = 60;
+	int status = librma::test::runRanks(
+		3,
+		[&flags](int) {
+			setAgentMode();
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			const int rank = worldRank();
+			rma_comm pair;
+			ASSERT_EQ(rma_comm_split(RMA_COMM_WORLD, rank == 0 ? RMA_UNDEFINED : 1, rank, &pair),
+				  RMA_SUCCESS);
+			if (rank == 0) {
+				flags.dead.store(1);
+				raise(SIGKILL);
+			}
+			ASSERT_TRUE(spinUntil(flags.dead, 1));
+			rma_info info = ringInfo();
+			int64_t *base = nullptr;
+			rma_win win;
+			ASSERT_EQ(rma_win_allocate(64, 8, info, pair, &base, &win), RMA_SUCCESS);
+			rma_info_free(&info);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			const int other = rank == 1 ? 1 : 0; /* in the pair */
+			const int64_t v = 10 + rank;
+			int64_t old = -1;
+			ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			for (int i = 0; i < 100; ++i)
+				ASSERT_EQ(rma_accumulate(&v, 1, RMA_INT64_T, other, 0, 1, RMA_INT64_T, RMA_SUM, win),
+					  RMA_SUCCESS);
+			ASSERT_EQ(rma_get_accumulate(&v, 1, RMA_INT64_T, &old, 1, RMA_INT64_T, other, 1, 1, RMA_INT64_T,
+						     RMA_REPLACE, win),
+				  RMA_SUCCESS);
+			EXPECT_EQ(rma_win_flush(other, win), RMA_SUCCESS);
+			EXPECT_EQ(old, 0) << "each target's second element is only replaced by the other rank";
+			EXPECT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			EXPECT_EQ(base[0], 100 * (10 + (3 - rank)));
+			EXPECT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			EXPECT_EQ(rma_comm_free(&pair), RMA_SUCCESS);
+			EXPECT_EQ(rma_finalize(), RMA_SUCCESS);
+		},
+		opts);
+	EXPECT_EQ(status, 128 + SIGKILL);
 }
 
 } /* namespace */
