@@ -40,6 +40,12 @@ struct SegmentOptions {
 	HugePages hugePages = HugePages::Prefer;
 	MemPolicy policy;     /* applied before first touch */
 	const char *name = "rma";
+	/*
+	 * Page tables are made at creation for at most this many leading
+	 * bytes of a small plain-page segment (the rest is reserved all the
+	 * same, and mapped at first touch). Huge pages are always populated.
+	 */
+	std::size_t eagerBytes = SIZE_MAX;
 	/* Per-range policies inside the segment (allocate_shared): applied after @policy. */
 	struct Range {
 		std::size_t offset;
@@ -74,9 +80,12 @@ public:
 	/*
 	 * Map a peer's segment from its fd (takes ownership of @fd).
 	 * @size is the segment's mapped size, @hugePages whether it is hugetlb.
-	 * Page tables are populated at once, so the data path takes no faults.
+	 * Page tables of a small segment are populated at once, so the data
+	 * path takes no faults; of its first @eagerBytes only, when the rest is
+	 * rarely touched (a window's control segment).
 	 */
-	static Result<Segment> attach(UniqueFd fd, std::size_t size, bool hugePages);
+	static Result<Segment> attach(UniqueFd fd, std::size_t size, bool hugePages,
+				      std::size_t eagerBytes = SIZE_MAX);
 
 	bool isValid() const { return data_ != nullptr || size_ == 0; }
 	std::byte *data() const { return data_; }

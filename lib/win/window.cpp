@@ -445,10 +445,19 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 
 	/* The control segment, made by rank 0 (of each host). */
 	if (localMe == 0 && status == RMA_SUCCESS) {
+		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
 		SegmentOptions options;
-		options.size = ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size;
+		options.size = layout.size;
 		options.hugePages = HugePages::Off;
 		options.name = "rma-win-control";
+		/*
+		 * Page tables for the words every synchronization touches; the
+		 * accumulate rings and reply areas (most of the segment: 520 KiB
+		 * for 2 ranks) are reserved but mapped on first use, which most
+		 * windows never make. Populating them was a third of a small
+		 * window's creation.
+		 */
+		options.eagerBytes = layout.accRings;
 		auto seg = Segment::create(options);
 		if (seg) {
 			control_ = std::move(seg.value());
@@ -457,7 +466,6 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			h->version = kControlVersion;
 			h->nranks = static_cast<uint32_t>(n);
 			h->flavor = static_cast<uint32_t>(flavor_);
-			const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
 			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
 				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
 							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
@@ -581,8 +589,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	if (localMe != 0) {
 		/* Its maker passed its memory fd (if any) first, then the control fd. */
 		int fdIndex = firstFd[controlRank] + (all[controlRank].mapSize > 0 ? 1 : 0);
-		auto seg = Segment::attach(std::move(fdOut.fds[fdIndex]),
-					   ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size, false);
+		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		/* Eagerly mapped as far as its maker did (see above). */
+		auto seg = Segment::attach(std::move(fdOut.fds[fdIndex]), layout.size, false, layout.accRings);
 		if (!seg)
 			return seg.code();
 		control_ = std::move(seg.value());

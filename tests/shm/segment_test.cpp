@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -54,6 +55,29 @@ bool isMapped(const void *addr, std::size_t len)
 {
 	std::vector<unsigned char> pages((len + kPage - 1) / kPage);
 	return mincore(const_cast<void *>(addr), len, pages.data()) == 0;
+}
+
+/* Kilobytes of the mapping at @addr present in this process's page tables (smaps Rss), -1 if not found. */
+long rssKb(const void *addr)
+{
+	FILE *f = std::fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	bool inside = false;
+	long kb = -1;
+	const auto at = reinterpret_cast<uintptr_t>(addr);
+	while (std::fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+			inside = lo <= at && at < hi;
+			continue;
+		}
+		if (inside && std::sscanf(line, "Rss: %ld kB", &kb) == 1)
+			break;
+	}
+	std::fclose(f);
+	return kb;
 }
 
 SegmentOptions plain(std::size_t size)
@@ -117,6 +141,28 @@ TEST(SegmentTest, PlainSegmentIsFullyReservedAtCreation)
 	struct stat st;
 	ASSERT_EQ(fstat(segment.fd(), &st), 0);
 	EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, segment.mappedSize());
+}
+
+TEST(SegmentTest, EagerBytesMapsOnlyThePrefixButReservesEverything)
+{
+	SegmentOptions options = plain(16 * kPage);
+	options.eagerBytes = kPage + 1; /* rounded up to whole pages */
+	Segment segment = mustCreate(options);
+	ASSERT_TRUE(segment.isValid());
+
+	EXPECT_EQ(rssKb(segment.data()), static_cast<long>(2 * kPage / 1024));
+	struct stat st;
+	ASSERT_EQ(fstat(segment.fd(), &st), 0);
+	EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, segment.mappedSize());
+	/* The rest faults in, zero-filled, on first touch. */
+	EXPECT_EQ(segment.data()[15 * kPage], std::byte{ 0 });
+	segment.data()[15 * kPage] = std::byte{ 9 };
+	EXPECT_EQ(rssKb(segment.data()), static_cast<long>(3 * kPage / 1024));
+
+	Result<Segment> peer = Segment::attach(UniqueFd(dup(segment.fd())), segment.mappedSize(), false, kPage);
+	ASSERT_TRUE(peer.ok()) << errorMessage(peer.code());
+	EXPECT_EQ(rssKb(peer->data()), static_cast<long>(kPage / 1024));
+	EXPECT_EQ(peer->data()[15 * kPage], std::byte{ 9 });
 }
 
 TEST(SegmentTest, ReportsTheBoundNodeAndBindsBeforeTouch)
