@@ -343,8 +343,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			total += (static_cast<uint64_t>(std::max<int64_t>(firsts[r].size, 0)) + page - 1) / page * page;
 			available = std::min(available, firsts[r].available);
 		}
-		const bool fromPool = hints_.hugePages != HugePages::Off && freeHugePages() * kHugePageSize >= total;
-		if (status == RMA_SUCCESS && !fromPool && total > available)
+		/* The huge-page pool is read (two sysfs files) only when plain memory would not do. */
+		if (status == RMA_SUCCESS && total > available &&
+		    !(hints_.hugePages != HugePages::Off && freeHugePages() * kHugePageSize >= total))
 			status = makeError(RMA_ERR_NO_MEM,
 					   "%s: the window needs %llu bytes on this host in all (%lld on this rank, %d "
 					   "ranks), more than the %llu bytes the host can give (MemAvailable and cgroup "
