@@ -210,4 +210,23 @@ HostReservationLock::~HostReservationLock()
 		close(fd_); /* drops the lock */
 }
 
+bool HostReservation::claim(std::size_t bytes, std::size_t &remaining)
+{
+	if (!lock_) {
+		lock_.emplace();
+		available_ = availableMemory();
+	}
+	remaining = available_;
+	if (bytes > available_)
+		return false;
+	available_ -= bytes;
+	return true;
+}
+
+void HostReservation::charged()
+{
+	if (--pending_ <= 0)
+		lock_.reset();
+}
+
 } /* namespace librma */

@@ -171,25 +171,6 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	if (segment.mappedSize_ == 0)
 		return R::failure(makeError(RMA_ERR_NO_MEM, "a %zu-byte segment cannot be mapped", options.size));
 
-	/*
-	 * From the check to the end of fallocate() no other librma process
-	 * of the host checks or reserves (another job's check would not see
-	 * our reservation yet).
-	 */
-	std::optional<HostReservationLock> reserving;
-	if (!huge) {
-		reserving.emplace();
-		/*
-		 * fallocate() of more than the host can give does not fail: the
-		 * OOM killer picks a victim first (maybe a peer, maybe us).
-		 */
-		std::size_t available = availableMemory();
-		if (segment.mappedSize_ > available)
-			return R::failure(makeError(
-				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
-				segment.mappedSize_, available));
-	}
-
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	if (huge) {
 #ifdef HAVE_MFD_HUGETLB
@@ -251,13 +232,30 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	if (!huge) {
 		/* Transparent huge pages where the kernel allows; a hint only. */
 		madvise(data, segment.mappedSize_, MADV_HUGEPAGE);
+		/*
+		 * From the check to the end of fallocate() no other librma
+		 * process of the host checks or reserves (another job's check
+		 * would not see our reservation yet); everything above is
+		 * outside that section, which serializes the host's creations.
+		 * fallocate() of more than the host can give does not fail:
+		 * the OOM killer picks a victim first (maybe a peer, maybe us).
+		 */
+		std::optional<HostReservation> own;
+		HostReservation *reserving = options.reservation;
+		if (!reserving)
+			reserving = &own.emplace(1);
+		std::size_t available = 0;
+		if (!reserving->claim(segment.mappedSize_, available))
+			return R::failure(makeError(
+				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
+				segment.mappedSize_, available));
 		if (fallocate(fd, 0, 0, static_cast<off_t>(segment.mappedSize_)) != 0) {
 			int err = errno;
 			return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "reserving %zu bytes of shared memory",
 							 segment.mappedSize_));
 		}
 		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
-		reserving.reset();
+		reserving->charged();
 	}
 	if (huge || segment.mappedSize_ <= kEagerMapBytes) {
 		rc = populate(data, huge ? segment.mappedSize_ : eagerPrefix(segment.mappedSize_, options.eagerBytes));

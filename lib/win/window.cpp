@@ -390,6 +390,51 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	mine.membarrier = membarrierReady();
 	mine.memoryFd = mine.controlFd = -1;
 	std::vector<int> fds;
+	const bool makesMemory = (flavor_ == Flavor::Allocate || flavor_ == Flavor::Shared) && !contiguous && size > 0;
+	HostReservation reservation((localMe == 0 ? 1 : 0) + (makesMemory ? 1 : 0));
+	/*
+	 * The control segment, made by rank 0 (of each host), before this
+	 * rank's memory: both are checked and reserved under one hold of the
+	 * host's reservation lock, which the memory's fallocate() releases, so
+	 * populating that memory does not hold up the host's other creations.
+	 */
+	if (localMe == 0 && status == RMA_SUCCESS) {
+		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		SegmentOptions options;
+		options.size = layout.size;
+		options.hugePages = HugePages::Off;
+		options.name = "rma-win-control";
+		/*
+		 * Page tables for the words every synchronization touches; the
+		 * accumulate rings and reply areas (most of the segment: 520 KiB
+		 * for 2 ranks) are reserved but mapped on first use, which most
+		 * windows never make. Populating them was a third of a small
+		 * window's creation.
+		 */
+		options.eagerBytes = layout.accRings;
+		options.reservation = &reservation;
+		auto seg = Segment::create(options);
+		if (seg) {
+			control_ = std::move(seg.value());
+			ControlHeader *h = controlHeader(control_.data());
+			h->magic = kControlMagic;
+			h->version = kControlVersion;
+			h->nranks = static_cast<uint32_t>(n);
+			h->flavor = static_cast<uint32_t>(flavor_);
+			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
+				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
+							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
+				if (!ring)
+					status = ring.code();
+			}
+			mine.hasControl = 1;
+			mine.controlFd = control_.fd();
+		} else {
+			status = seg.code();
+		}
+	}
+
+	/* This member's memory (the control fd, if any, is passed after it). */
 	if (status == RMA_SUCCESS) {
 		switch (flavor_) {
 		case Flavor::Allocate:
@@ -400,6 +445,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 				options.hugePages = hints_.hugePages;
 				options.policy = policy;
 				options.name = flavor_ == Flavor::Shared ? "rma-win-shared" : "rma-win";
+				options.reservation = &reservation;
 				auto seg = Segment::create(options);
 				if (seg)
 					own_ = std::move(seg.value());
@@ -444,43 +490,10 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		mine.numaNode = local_.numaNode;
 	}
 
-	/* The control segment, made by rank 0 (of each host). */
-	if (localMe == 0 && status == RMA_SUCCESS) {
-		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
-		SegmentOptions options;
-		options.size = layout.size;
-		options.hugePages = HugePages::Off;
-		options.name = "rma-win-control";
-		/*
-		 * Page tables for the words every synchronization touches; the
-		 * accumulate rings and reply areas (most of the segment: 520 KiB
-		 * for 2 ranks) are reserved but mapped on first use, which most
-		 * windows never make. Populating them was a third of a small
-		 * window's creation.
-		 */
-		options.eagerBytes = layout.accRings;
-		auto seg = Segment::create(options);
-		if (seg) {
-			control_ = std::move(seg.value());
-			ControlHeader *h = controlHeader(control_.data());
-			h->magic = kControlMagic;
-			h->version = kControlVersion;
-			h->nranks = static_cast<uint32_t>(n);
-			h->flavor = static_cast<uint32_t>(flavor_);
-			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
-				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
-							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
-				if (!ring)
-					status = ring.code();
-			}
-			fds.push_back(control_.fd());
-			mine.hasControl = 1;
-			mine.controlFd = control_.fd();
-		} else {
-			status = seg.code();
-		}
-	}
-
+	/* Never held into the exchange: a peer of this host may be waiting for it to make its memory. */
+	reservation.release();
+	if (mine.hasControl)
+		fds.push_back(control_.fd());
 	fdIdentity(mine.memoryFd, mine.memoryDev, mine.memoryIno);
 	fdIdentity(mine.controlFd, mine.controlDev, mine.controlIno);
 	mine.status = status == RMA_SUCCESS ? RMA_SUCCESS : errorClass(status);

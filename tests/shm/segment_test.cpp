@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -163,6 +164,55 @@ TEST(SegmentTest, EagerBytesMapsOnlyThePrefixButReservesEverything)
 	ASSERT_TRUE(peer.ok()) << errorMessage(peer.code());
 	EXPECT_EQ(rssKb(peer->data()), static_cast<long>(kPage / 1024));
 	EXPECT_EQ(peer->data()[15 * kPage], std::byte{ 9 });
+}
+
+/* 1 when another open file holds the host's reservation lock, 0 when not, -1 when it cannot be opened. */
+int reservationLockHeld()
+{
+	int fd = open(kHostReservationLockPath, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK ? 1 : 0;
+	close(fd); /* drops our lock if we took it */
+	return held;
+}
+
+TEST(HostReservationTest, HoldsTheHostLockUntilItsSegmentsAreCharged)
+{
+	HostReservation reservation(2);
+	SegmentOptions options = plain(4 * kPage);
+	options.reservation = &reservation;
+
+	Segment first = mustCreate(options);
+	int held = reservationLockHeld();
+	if (held < 0)
+		GTEST_SKIP() << kHostReservationLockPath << " cannot be opened: creation runs unserialized here";
+	EXPECT_EQ(held, 1) << "released before the second segment was reserved";
+	Segment second = mustCreate(options);
+	EXPECT_EQ(reservationLockHeld(), 0) << "still held after both segments were charged";
+	EXPECT_TRUE(first.isValid());
+	EXPECT_TRUE(second.isValid());
+}
+
+TEST(HostReservationTest, ChecksEachClaimAgainstWhatTheEarlierOnesLeft)
+{
+	HostReservation reservation(3);
+	std::size_t remaining = 0;
+	ASSERT_TRUE(reservation.claim(kPage, remaining));
+	const std::size_t afterFirst = remaining - kPage;
+	EXPECT_FALSE(reservation.claim(SIZE_MAX, remaining));
+	EXPECT_EQ(remaining, afterFirst);
+
+	/* A segment larger than what is left fails as an unserialized one would, reserving nothing. */
+	SegmentOptions options = plain(kPage);
+	options.reservation = &reservation;
+	ASSERT_TRUE(reservation.claim(afterFirst - kPage / 2, remaining));
+	Result<Segment> segment = Segment::create(options);
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+
+	reservation.release();
+	EXPECT_NE(reservationLockHeld(), 1);
 }
 
 TEST(SegmentTest, ReportsTheBoundNodeAndBindsBeforeTouch)
