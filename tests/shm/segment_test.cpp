@@ -434,6 +434,34 @@ TEST(SegmentLimitTest, AvailableMemoryIsPositiveAndAtMostRam)
 	EXPECT_LE(available, static_cast<std::size_t>(meminfo("MemTotal")) * 1024);
 }
 
+TEST(SegmentLimitTest, AvailableMemoryIsReadAfreshEachTime)
+{
+	/* The files behind it stay open between checks: what they say must still be current. */
+	const std::size_t size = 512u << 20;
+	std::size_t before = availableMemory();
+	if (before == SIZE_MAX || before < 4 * size)
+		GTEST_SKIP() << "too little memory (or none readable) to see a 512 MiB reservation";
+
+	Segment segment = mustCreate(plain(size));
+	std::size_t after = availableMemory();
+
+	/* Half of it: other processes of the host allocate and free meanwhile. */
+	EXPECT_LE(after + size / 2, before) << "before " << before << ", after " << after;
+}
+
+TEST(SegmentLimitTest, AForkedChildReadsItsOwnLimits)
+{
+	ASSERT_GT(availableMemory(), 0u); /* the parent's files are open now */
+	const auto ram = static_cast<std::size_t>(meminfo("MemTotal")) * 1024;
+
+	int status = inChild([&] {
+		std::size_t available = availableMemory();
+		return available > 0 && available <= ram ? 0 : 1;
+	});
+
+	EXPECT_EQ(status, 0);
+}
+
 TEST(SegmentLimitTest, MoreThanTheHostHasFailsFastAndAllocatesNothing)
 {
 	std::size_t size = static_cast<std::size_t>(meminfo("MemTotal")) * 1024 * 4;
