@@ -22,6 +22,7 @@
 #include "win/agent_service.h"
 #include "win/remote.h"
 #include "win/stats.h"
+#include "win/window.h"
 
 namespace librma {
 
@@ -759,6 +760,7 @@ int finalizeRuntime()
 	ProgressState &p = progressState();
 	p.agent.stop();
 	stopAgentService();
+	releaseControlPool();
 #ifdef RMA_HAVE_NET
 	net::setEngine(nullptr);
 #endif
