@@ -282,8 +282,14 @@ Window allocate(const WinSpec &spec)
 		check(MPI_Get_address(w.base, &a), "MPI_Get_address");
 		mine = a;
 	}
-	w.disp0.resize(size());
-	allgather(&mine, sizeof(mine), w.disp0.data());
+	/*
+	 * Only a dynamic window's displacements differ by rank; for the others
+	 * every disp0 is 0 and no exchange is timed with the creation (win_create
+	 * would otherwise time a second window in librma, whose allgather is one).
+	 */
+	w.disp0.assign(size(), 0);
+	if (w.dynamic)
+		allgather(&mine, sizeof(mine), w.disp0.data());
 	return w;
 }
 

@@ -27,6 +27,7 @@
 #include "win/agent_service.h"
 #include "win/remote.h"
 #include "win/stats.h"
+#include "win/window.h"
 
 namespace librma {
 
@@ -827,6 +828,7 @@ int finalizeRuntime()
 	ProgressState &p = progressState();
 	p.agent.stop();
 	stopAgentService();
+	releaseControlPool();
 #ifdef RMA_HAVE_NET
 	net::setEngine(nullptr);
 #endif

@@ -29,6 +29,8 @@ std::size_t freeHugePages()
 {
 	/* Reserved pages are free but promised to mappings that exist already. */
 	std::size_t free = readPoolCounter("free_hugepages");
+	if (free == 0)
+		return 0; /* an empty pool (the usual case) costs one read, not two */
 	std::size_t reserved = readPoolCounter("resv_hugepages");
 	return free > reserved ? free - reserved : 0;
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -81,6 +82,14 @@ int populate(void *data, std::size_t size)
 	if (err == EINVAL)
 		return RMA_SUCCESS;
 	return makeErrnoError(RMA_ERR_NO_MEM, err, "populating a %zu-byte segment", size);
+}
+
+/* The first @eagerBytes of a @mappedSize-byte mapping, in whole base pages. */
+std::size_t eagerPrefix(std::size_t mappedSize, std::size_t eagerBytes)
+{
+	if (eagerBytes >= mappedSize)
+		return mappedSize;
+	return std::min(mappedSize, roundUp(eagerBytes, basePageSize()));
 }
 
 } /* namespace */
@@ -162,25 +171,6 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	if (segment.mappedSize_ == 0)
 		return R::failure(makeError(RMA_ERR_NO_MEM, "a %zu-byte segment cannot be mapped", options.size));
 
-	/*
-	 * From the check to the end of fallocate() no other librma process
-	 * of the host checks or reserves (another job's check would not see
-	 * our reservation yet).
-	 */
-	std::optional<HostReservationLock> reserving;
-	if (!huge) {
-		reserving.emplace();
-		/*
-		 * fallocate() of more than the host can give does not fail: the
-		 * OOM killer picks a victim first (maybe a peer, maybe us).
-		 */
-		std::size_t available = availableMemory();
-		if (segment.mappedSize_ > available)
-			return R::failure(makeError(
-				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
-				segment.mappedSize_, available));
-	}
-
 	unsigned flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	if (huge) {
 #ifdef HAVE_MFD_HUGETLB
@@ -242,16 +232,33 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	if (!huge) {
 		/* Transparent huge pages where the kernel allows; a hint only. */
 		madvise(data, segment.mappedSize_, MADV_HUGEPAGE);
+		/*
+		 * From the check to the end of fallocate() no other librma
+		 * process of the host checks or reserves (another job's check
+		 * would not see our reservation yet); everything above is
+		 * outside that section, which serializes the host's creations.
+		 * fallocate() of more than the host can give does not fail:
+		 * the OOM killer picks a victim first (maybe a peer, maybe us).
+		 */
+		std::optional<HostReservation> own;
+		HostReservation *reserving = options.reservation;
+		if (!reserving)
+			reserving = &own.emplace(1);
+		std::size_t available = 0;
+		if (!reserving->claim(segment.mappedSize_, available))
+			return R::failure(makeError(
+				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
+				segment.mappedSize_, available));
 		if (fallocate(fd, 0, 0, static_cast<off_t>(segment.mappedSize_)) != 0) {
 			int err = errno;
 			return R::failure(makeErrnoError(RMA_ERR_NO_MEM, err, "reserving %zu bytes of shared memory",
 							 segment.mappedSize_));
 		}
 		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
-		reserving.reset();
+		reserving->charged();
 	}
 	if (huge || segment.mappedSize_ <= kEagerMapBytes) {
-		rc = populate(data, segment.mappedSize_);
+		rc = populate(data, huge ? segment.mappedSize_ : eagerPrefix(segment.mappedSize_, options.eagerBytes));
 		if (rc != RMA_SUCCESS)
 			return R::failure(rc);
 	}
@@ -261,7 +268,7 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 	return segment;
 }
 
-Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
+Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages, std::size_t eagerBytes)
 {
 	using R = Result<Segment>;
 	Segment segment;
@@ -286,8 +293,10 @@ Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
 					    segment.fd_.get(), static_cast<long long>(st.st_size),
 					    segment.mappedSize_));
 
-	/* Page tables up front for small segments only (see populate()). */
-	const int populateFlag = segment.mappedSize_ <= kEagerMapBytes ? MAP_POPULATE : 0;
+	/* Page tables up front for small segments only (see populate()), of a prefix where asked. */
+	const bool eager = segment.mappedSize_ <= kEagerMapBytes;
+	const std::size_t prefix = hugePages ? segment.mappedSize_ : eagerPrefix(segment.mappedSize_, eagerBytes);
+	const int populateFlag = eager && prefix == segment.mappedSize_ ? MAP_POPULATE : 0;
 	void *data = mmap(nullptr, segment.mappedSize_, PROT_READ | PROT_WRITE, MAP_SHARED | populateFlag,
 			  segment.fd_.get(), 0);
 	if (data == MAP_FAILED) {
@@ -296,6 +305,11 @@ Result<Segment> Segment::attach(UniqueFd fd, std::size_t size, bool hugePages)
 			makeErrnoError(RMA_ERR_NO_MEM, err, "mapping a peer's %zu-byte segment", segment.mappedSize_));
 	}
 	segment.data_ = static_cast<std::byte *>(data);
+	if (eager && !populateFlag && prefix > 0) {
+		int rc = populate(data, prefix);
+		if (rc != RMA_SUCCESS)
+			return R::failure(rc);
+	}
 	return segment;
 }
 

@@ -35,11 +35,25 @@ Result<HugePages> parseHugePages(std::string_view text);
 
 inline constexpr std::size_t kHugePageSize = 2u << 20;
 
+class HostReservation;
+
 struct SegmentOptions {
 	std::size_t size = 0; /* bytes wanted; 0 is allowed (no memory) */
 	HugePages hugePages = HugePages::Prefer;
 	MemPolicy policy;     /* applied before first touch */
 	const char *name = "rma";
+	/*
+	 * Page tables are made at creation for at most this many leading
+	 * bytes of a small plain-page segment (the rest is reserved all the
+	 * same, and mapped at first touch). Huge pages are always populated.
+	 */
+	std::size_t eagerBytes = SIZE_MAX;
+	/*
+	 * Plain pages are claimed from this reservation (which holds the host
+	 * lock across several segments) instead of a lock and a check of
+	 * their own. Not owned; may be null.
+	 */
+	HostReservation *reservation = nullptr;
 	/* Per-range policies inside the segment (allocate_shared): applied after @policy. */
 	struct Range {
 		std::size_t offset;
@@ -74,9 +88,12 @@ public:
 	/*
 	 * Map a peer's segment from its fd (takes ownership of @fd).
 	 * @size is the segment's mapped size, @hugePages whether it is hugetlb.
-	 * Page tables are populated at once, so the data path takes no faults.
+	 * Page tables of a small segment are populated at once, so the data
+	 * path takes no faults; of its first @eagerBytes only, when the rest is
+	 * rarely touched (a window's control segment).
 	 */
-	static Result<Segment> attach(UniqueFd fd, std::size_t size, bool hugePages);
+	static Result<Segment> attach(UniqueFd fd, std::size_t size, bool hugePages,
+				      std::size_t eagerBytes = SIZE_MAX);
 
 	bool isValid() const { return data_ != nullptr || size_ == 0; }
 	std::byte *data() const { return data_; }
@@ -139,6 +156,38 @@ public:
 
 private:
 	int fd_ = -1;
+};
+
+/*
+ * One look at availableMemory() for several plain-page segments made back to
+ * back (a window's control segment and a rank's memory), under one
+ * HostReservationLock: the lock is taken at the first claim() and released
+ * after @segments fallocate()s have charged their pages (or with the
+ * object). Each claim is checked against what the earlier claims left.
+ * One thread; setup path.
+ */
+class HostReservation
+{
+public:
+	explicit HostReservation(int segments) : pending_(segments) {}
+	HostReservation(const HostReservation &) = delete;
+	HostReservation &operator=(const HostReservation &) = delete;
+
+	/*
+	 * Take the lock if not held, and room for @bytes: true, or false
+	 * (nothing claimed) when fewer than @bytes remain, with what did
+	 * remain in @remaining.
+	 */
+	bool claim(std::size_t bytes, std::size_t &remaining);
+	/* A claimed segment's pages are charged (after its fallocate()). */
+	void charged();
+	/* Drop the lock now, whatever is pending (a segment that took huge pages claims nothing). */
+	void release() { lock_.reset(); }
+
+private:
+	std::optional<HostReservationLock> lock_;
+	std::size_t available_ = 0;
+	int pending_;
 };
 
 /*

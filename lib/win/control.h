@@ -54,7 +54,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 7; /* 7: each rank's pid in its slot */
+inline constexpr uint32_t kControlVersion = 8; /* 8: each rank's detached word (control segments are reused) */
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -79,6 +79,12 @@ struct alignas(kFalseSharingPad) RankSlot {
 	std::atomic<uint64_t> barrier;
 	/* The rank's pid, written once at creation: how agents outside the window tell a dead producer. */
 	std::atomic<int32_t> pid;
+	/*
+	 * 1 once the rank is done with this segment: stored (release) last in
+	 * a clean rma_win_free, read (acquire) by the segment's maker before it
+	 * reuses the segment for another window (ControlPool in window.cpp).
+	 */
+	std::atomic<uint32_t> detached;
 	/* The lock word of this rank as a target (see the protocol above); on its own line. */
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */
@@ -86,6 +92,8 @@ struct alignas(kFalseSharingPad) RankSlot {
 };
 static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
 static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
+static_assert(offsetof(RankSlot, detached) == 12);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 namespace lockword {

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cstring>
 #include <numeric>
+#include <mutex>
 #include <optional>
 
 #include "common/knobs.h"
@@ -214,7 +215,130 @@ const char *flavorCall(Flavor flavor)
 
 std::atomic<uint64_t> windowCounter{ 0 };
 
+/*
+ * Control segments of freed windows, kept by their maker for its next window
+ * of the same shape. Reserving a fresh one (520 KiB for 2 ranks, most of it
+ * accumulate rings) and freeing it again was the largest cost of a small
+ * window's create+free (issue #12: fallocate() 240 us, the release 150 us).
+ *
+ * Reuse: a segment is taken only once every member of its old window has
+ * stored RankSlot::detached (last thing in a clean rma_win_free, after its
+ * progress thread let go of the rings); its words are then zeroed up to the
+ * rings, which build() lays out again. Staging areas and reply areas are
+ * written before they are read, so what they held does not matter. A member
+ * that died or failed never detaches: its segment is only evicted.
+ *
+ * Not in agent mode (agents map control segments by identity and unmap them
+ * lazily) and not for windows spanning hosts. The maker keeps each such
+ * window's control descriptor open, to pass it again, within kMaxKeptFds
+ * (beyond, windows are made and freed as before); the pool holds at most
+ * kMaxEntries segments and kMaxBytes. Thread-safe (setup path).
+ */
+class ControlPool
+{
+public:
+	static ControlPool &instance()
+	{
+		static ControlPool *pool = new ControlPool; /* never destroyed: windows may outlive statics */
+		return *pool;
+	}
+
+	/* Whether a window may keep its control descriptor for the pool (then put() or releaseFd() once). */
+	bool keepFd()
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		if (keptFds_ >= kMaxKeptFds)
+			return false;
+		++keptFds_;
+		return true;
+	}
+
+	void releaseFd()
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		--keptFds_;
+	}
+
+	/* Keep @segment, a freed window's control segment for @nranks (its descriptor open). */
+	void put(Segment segment, uint32_t nranks)
+	{
+		std::vector<Segment> evicted; /* unmapped outside the lock */
+		{
+			std::lock_guard<std::mutex> guard(lock_);
+			--keptFds_;
+			if (segment.mappedSize() > kMaxBytes || segment.fd() < 0)
+				return;
+			bytes_ += segment.mappedSize();
+			entries_.insert(entries_.begin(), Entry{ std::move(segment), nranks });
+			while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
+				bytes_ -= entries_.back().segment.mappedSize();
+				evicted.push_back(std::move(entries_.back().segment));
+				entries_.pop_back();
+			}
+		}
+	}
+
+	/* A kept segment laid out as @layout for @nranks that every old member has let go of; else none. */
+	Segment take(const ControlLayout &layout, uint32_t nranks)
+	{
+		std::lock_guard<std::mutex> guard(lock_);
+		for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+			if (it->nranks != nranks || it->segment.size() != layout.size || !detached(*it, layout))
+				continue;
+			Segment segment = std::move(it->segment);
+			bytes_ -= segment.mappedSize();
+			entries_.erase(it);
+			crossProcessEdge(); /* ThreadSanitizer: the acquires above, from other processes */
+			return segment;
+		}
+		return Segment();
+	}
+
+	void clear()
+	{
+		std::vector<Entry> dropped;
+		std::lock_guard<std::mutex> guard(lock_);
+		dropped.swap(entries_);
+		bytes_ = 0;
+	}
+
+private:
+	static constexpr int kMaxKeptFds = 64;
+	static constexpr std::size_t kMaxEntries = 4;
+	static constexpr std::size_t kMaxBytes = 8u << 20;
+
+	struct Entry {
+		Segment segment;
+		uint32_t nranks;
+	};
+
+	static bool detached(const Entry &entry, const ControlLayout &layout)
+	{
+		const auto *slots = reinterpret_cast<const RankSlot *>(entry.segment.data() + layout.slots);
+		for (uint32_t r = 0; r < entry.nranks; ++r) {
+			/*
+			 * Acquire: pairs with the release store of detached in
+			 * Window::detachControl() of rank r; every access of
+			 * that rank to the segment happens before its reuse.
+			 */
+			if (slots[r].detached.load(std::memory_order_acquire) != 1)
+				return false;
+		}
+		return true;
+	}
+
+	std::mutex lock_;
+	std::vector<Entry> entries_; /* newest first */
+	std::size_t bytes_ = 0;
+	int keptFds_ = 0;
+};
+
 } /* namespace */
+
+void releaseControlPool()
+{
+	ControlPool::instance().clear();
+}
 
 int Window::create(Flavor flavor, void *base, rma_aint size, int dispUnit, const Info *info,
 		   std::shared_ptr<Comm> comm, std::unique_ptr<Window> &out)
@@ -343,8 +467,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			total += (static_cast<uint64_t>(std::max<int64_t>(firsts[r].size, 0)) + page - 1) / page * page;
 			available = std::min(available, firsts[r].available);
 		}
-		const bool fromPool = hints_.hugePages != HugePages::Off && freeHugePages() * kHugePageSize >= total;
-		if (status == RMA_SUCCESS && !fromPool && total > available)
+		/* The huge-page pool is read (two sysfs files) only when plain memory would not do. */
+		if (status == RMA_SUCCESS && total > available &&
+		    !(hints_.hugePages != HugePages::Off && freeHugePages() * kHugePageSize >= total))
 			status = makeError(RMA_ERR_NO_MEM,
 					   "%s: the window needs %llu bytes on this host in all (%lld on this rank, %d "
 					   "ranks), more than the %llu bytes the host can give (MemAvailable and cgroup "
@@ -389,6 +514,60 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	mine.membarrier = membarrierReady();
 	mine.memoryFd = mine.controlFd = -1;
 	std::vector<int> fds;
+	const bool makesMemory = (flavor_ == Flavor::Allocate || flavor_ == Flavor::Shared) && !contiguous && size > 0;
+	HostReservation reservation((localMe == 0 ? 1 : 0) + (makesMemory ? 1 : 0));
+	/*
+	 * The control segment, made by rank 0 (of each host), before this
+	 * rank's memory: both are checked and reserved under one hold of the
+	 * host's reservation lock, which the memory's fallocate() releases, so
+	 * populating that memory does not hold up the host's other creations.
+	 */
+	if (localMe == 0 && status == RMA_SUCCESS) {
+		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		const bool poolable = progressConfig().mode != ProgressConfig::Mode::Agent && !spans;
+		Segment reused = poolable ? ControlPool::instance().take(layout, static_cast<uint32_t>(n)) : Segment();
+		if (reused.data()) {
+			control_ = std::move(reused);
+			/* A fresh segment's words are zero: so are a reused one's, up to the rings laid out below. */
+			std::memset(control_.data(), 0, layout.accRings);
+		} else {
+			SegmentOptions options;
+			options.size = layout.size;
+			options.hugePages = HugePages::Off;
+			options.name = "rma-win-control";
+			/*
+			 * Page tables for the words every synchronization touches;
+			 * the accumulate rings and reply areas (most of the segment:
+			 * 520 KiB for 2 ranks) are reserved but mapped on first use,
+			 * which most windows never make. Populating them was a third
+			 * of a small window's creation.
+			 */
+			options.eagerBytes = layout.accRings;
+			options.reservation = &reservation;
+			auto seg = Segment::create(options);
+			if (seg)
+				control_ = std::move(seg.value());
+			else
+				status = seg.code();
+		}
+		if (status == RMA_SUCCESS) {
+			ControlHeader *h = controlHeader(control_.data());
+			h->magic = kControlMagic;
+			h->version = kControlVersion;
+			h->nranks = static_cast<uint32_t>(n);
+			h->flavor = static_cast<uint32_t>(flavor_);
+			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
+				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
+							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
+				if (!ring)
+					status = ring.code();
+			}
+			mine.hasControl = 1;
+			mine.controlFd = control_.fd();
+		}
+	}
+
+	/* This member's memory (the control fd, if any, is passed after it). */
 	if (status == RMA_SUCCESS) {
 		switch (flavor_) {
 		case Flavor::Allocate:
@@ -399,6 +578,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 				options.hugePages = hints_.hugePages;
 				options.policy = policy;
 				options.name = flavor_ == Flavor::Shared ? "rma-win-shared" : "rma-win";
+				options.reservation = &reservation;
 				auto seg = Segment::create(options);
 				if (seg)
 					own_ = std::move(seg.value());
@@ -443,35 +623,10 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 		mine.numaNode = local_.numaNode;
 	}
 
-	/* The control segment, made by rank 0 (of each host). */
-	if (localMe == 0 && status == RMA_SUCCESS) {
-		SegmentOptions options;
-		options.size = ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size;
-		options.hugePages = HugePages::Off;
-		options.name = "rma-win-control";
-		auto seg = Segment::create(options);
-		if (seg) {
-			control_ = std::move(seg.value());
-			ControlHeader *h = controlHeader(control_.data());
-			h->magic = kControlMagic;
-			h->version = kControlVersion;
-			h->nranks = static_cast<uint32_t>(n);
-			h->flavor = static_cast<uint32_t>(flavor_);
-			const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
-			for (int r = 0; r < n && status == RMA_SUCCESS; ++r) {
-				auto ring = MpscRing::init(control_.data() + layout.accRings + r * layout.accRingBytes,
-							   layout.accRingBytes, accRingConfig(static_cast<uint32_t>(n)));
-				if (!ring)
-					status = ring.code();
-			}
-			fds.push_back(control_.fd());
-			mine.hasControl = 1;
-			mine.controlFd = control_.fd();
-		} else {
-			status = seg.code();
-		}
-	}
-
+	/* Never held into the exchange: a peer of this host may be waiting for it to make its memory. */
+	reservation.release();
+	if (mine.hasControl)
+		fds.push_back(control_.fd());
 	fdIdentity(mine.memoryFd, mine.memoryDev, mine.memoryIno);
 	fdIdentity(mine.controlFd, mine.controlDev, mine.controlIno);
 	mine.status = status == RMA_SUCCESS ? RMA_SUCCESS : errorClass(status);
@@ -581,8 +736,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	if (localMe != 0) {
 		/* Its maker passed its memory fd (if any) first, then the control fd. */
 		int fdIndex = firstFd[controlRank] + (all[controlRank].mapSize > 0 ? 1 : 0);
-		auto seg = Segment::attach(std::move(fdOut.fds[fdIndex]),
-					   ControlLayout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic).size, false);
+		const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
+		/* Eagerly mapped as far as its maker did (see above). */
+		auto seg = Segment::attach(std::move(fdOut.fds[fdIndex]), layout.size, false, layout.accRings);
 		if (!seg)
 			return seg.code();
 		control_ = std::move(seg.value());
@@ -615,7 +771,9 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 			for (int r = 0; r < me; ++r)
 				ringHome_.memoryOffset += static_cast<uint64_t>(std::max<int64_t>(sizes[r], 0));
 	}
-	if (!agents || localMe != 0)
+	/* The maker keeps its descriptor to pass the segment again when another window reuses it. */
+	poolControl_ = !agents && !spans && localMe == 0 && control_.fd() >= 0 && ControlPool::instance().keepFd();
+	if ((!agents || localMe != 0) && !poolControl_)
 		control_.closeFd(); /* agents open the maker's only */
 	if (!agents)
 		own_.closeFd();
@@ -683,6 +841,24 @@ Window::~Window()
 	/* First: no frame of another host is applied once the memory below goes. */
 	remote_.reset();
 	stopServing();
+	if (poolControl_)
+		ControlPool::instance().releaseFd();
+}
+
+void Window::detachControl()
+{
+	if (!slots_)
+		return;
+	/*
+	 * Release: pairs with the acquire in ControlPool::detached() of the
+	 * segment's maker. Last in a clean free: the progress thread let go of
+	 * the rings in abandon(), and nothing here touches the segment again.
+	 */
+	slots_[rank()].detached.store(1, std::memory_order_release);
+	if (poolControl_) {
+		poolControl_ = false;
+		ControlPool::instance().put(std::move(control_), static_cast<uint32_t>(size()));
+	}
 }
 
 void Window::abandon()
@@ -724,6 +900,7 @@ int Window::free()
 	if (stats_) [[unlikely]]
 		RMA_TRY(gatherTraffic());
 	abandon();
+	detachControl();
 	return RMA_SUCCESS;
 }
 

@@ -434,6 +434,8 @@ public:
 	int free();
 	/* Unmap without synchronizing (rma_finalize of windows left open). */
 	void abandon();
+	/* After a clean free: tell the control segment's maker this rank is done with it; the maker pools it. */
+	void detachControl();
 	/*
 	 * Traffic statistics (RMA_STATS, stats.cpp): whether this window counts,
 	 * and this rank's row (by target, then TrafficKind: ops, bytes).
@@ -637,6 +639,7 @@ private:
 	Segment own_;                  /* memory this rank created (allocate, shared rank 0) */
 	std::vector<Segment> mapped_;  /* peers' segments mapped here */
 	Segment control_;
+	bool poolControl_ = false; /* this rank made control_ and keeps its fd to reuse it (ControlPool) */
 	GlobalLocks *globalLocks_ = nullptr;
 	RankSlot *slots_ = nullptr;
 	uint32_t *pscwPosted_ = nullptr;
@@ -740,6 +743,12 @@ private:
 bool accumulateRingByDefault();
 /* Whether this process is registered for membarrier(GLOBAL_EXPEDITED) (registers on first call). */
 bool membarrierReady();
+
+/*
+ * Drop the control segments kept for reuse by the windows this process made
+ * (rma_finalize: nothing stays reserved past it). Thread-safe.
+ */
+void releaseControlPool();
 
 /* Constant-initialized, so the per-call lookup has no guard to test. */
 inline constinit HandleTable<Window, HandleKind::Win> gWindowTable;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -54,6 +56,29 @@ bool isMapped(const void *addr, std::size_t len)
 {
 	std::vector<unsigned char> pages((len + kPage - 1) / kPage);
 	return mincore(const_cast<void *>(addr), len, pages.data()) == 0;
+}
+
+/* Kilobytes of the mapping at @addr present in this process's page tables (smaps Rss), -1 if not found. */
+long rssKb(const void *addr)
+{
+	FILE *f = std::fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	bool inside = false;
+	long kb = -1;
+	const auto at = reinterpret_cast<uintptr_t>(addr);
+	while (std::fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+			inside = lo <= at && at < hi;
+			continue;
+		}
+		if (inside && std::sscanf(line, "Rss: %ld kB", &kb) == 1)
+			break;
+	}
+	std::fclose(f);
+	return kb;
 }
 
 SegmentOptions plain(std::size_t size)
@@ -117,6 +142,77 @@ TEST(SegmentTest, PlainSegmentIsFullyReservedAtCreation)
 	struct stat st;
 	ASSERT_EQ(fstat(segment.fd(), &st), 0);
 	EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, segment.mappedSize());
+}
+
+TEST(SegmentTest, EagerBytesMapsOnlyThePrefixButReservesEverything)
+{
+	SegmentOptions options = plain(16 * kPage);
+	options.eagerBytes = kPage + 1; /* rounded up to whole pages */
+	Segment segment = mustCreate(options);
+	ASSERT_TRUE(segment.isValid());
+
+	EXPECT_EQ(rssKb(segment.data()), static_cast<long>(2 * kPage / 1024));
+	struct stat st;
+	ASSERT_EQ(fstat(segment.fd(), &st), 0);
+	EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, segment.mappedSize());
+	/* The rest faults in, zero-filled, on first touch. */
+	EXPECT_EQ(segment.data()[15 * kPage], std::byte{ 0 });
+	segment.data()[15 * kPage] = std::byte{ 9 };
+	EXPECT_EQ(rssKb(segment.data()), static_cast<long>(3 * kPage / 1024));
+
+	Result<Segment> peer = Segment::attach(UniqueFd(dup(segment.fd())), segment.mappedSize(), false, kPage);
+	ASSERT_TRUE(peer.ok()) << errorMessage(peer.code());
+	EXPECT_EQ(rssKb(peer->data()), static_cast<long>(kPage / 1024));
+	EXPECT_EQ(peer->data()[15 * kPage], std::byte{ 9 });
+}
+
+/* 1 when another open file holds the host's reservation lock, 0 when not, -1 when it cannot be opened. */
+int reservationLockHeld()
+{
+	int fd = open(kHostReservationLockPath, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK ? 1 : 0;
+	close(fd); /* drops our lock if we took it */
+	return held;
+}
+
+TEST(HostReservationTest, HoldsTheHostLockUntilItsSegmentsAreCharged)
+{
+	HostReservation reservation(2);
+	SegmentOptions options = plain(4 * kPage);
+	options.reservation = &reservation;
+
+	Segment first = mustCreate(options);
+	int held = reservationLockHeld();
+	if (held < 0)
+		GTEST_SKIP() << kHostReservationLockPath << " cannot be opened: creation runs unserialized here";
+	EXPECT_EQ(held, 1) << "released before the second segment was reserved";
+	Segment second = mustCreate(options);
+	EXPECT_EQ(reservationLockHeld(), 0) << "still held after both segments were charged";
+	EXPECT_TRUE(first.isValid());
+	EXPECT_TRUE(second.isValid());
+}
+
+TEST(HostReservationTest, ChecksEachClaimAgainstWhatTheEarlierOnesLeft)
+{
+	HostReservation reservation(3);
+	std::size_t remaining = 0;
+	ASSERT_TRUE(reservation.claim(kPage, remaining));
+	const std::size_t afterFirst = remaining - kPage;
+	EXPECT_FALSE(reservation.claim(SIZE_MAX, remaining));
+	EXPECT_EQ(remaining, afterFirst);
+
+	/* A segment larger than what is left fails as an unserialized one would, reserving nothing. */
+	SegmentOptions options = plain(kPage);
+	options.reservation = &reservation;
+	ASSERT_TRUE(reservation.claim(afterFirst - kPage / 2, remaining));
+	Result<Segment> segment = Segment::create(options);
+	ASSERT_FALSE(segment.ok());
+	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+
+	reservation.release();
+	EXPECT_NE(reservationLockHeld(), 1);
 }
 
 TEST(SegmentTest, ReportsTheBoundNodeAndBindsBeforeTouch)
@@ -336,6 +432,34 @@ TEST(SegmentLimitTest, AvailableMemoryIsPositiveAndAtMostRam)
 
 	EXPECT_GT(available, 0u);
 	EXPECT_LE(available, static_cast<std::size_t>(meminfo("MemTotal")) * 1024);
+}
+
+TEST(SegmentLimitTest, AvailableMemoryIsReadAfreshEachTime)
+{
+	/* The files behind it stay open between checks: what they say must still be current. */
+	const std::size_t size = 512u << 20;
+	std::size_t before = availableMemory();
+	if (before == SIZE_MAX || before < 4 * size)
+		GTEST_SKIP() << "too little memory (or none readable) to see a 512 MiB reservation";
+
+	Segment segment = mustCreate(plain(size));
+	std::size_t after = availableMemory();
+
+	/* Half of it: other processes of the host allocate and free meanwhile. */
+	EXPECT_LE(after + size / 2, before) << "before " << before << ", after " << after;
+}
+
+TEST(SegmentLimitTest, AForkedChildReadsItsOwnLimits)
+{
+	ASSERT_GT(availableMemory(), 0u); /* the parent's files are open now */
+	const auto ram = static_cast<std::size_t>(meminfo("MemTotal")) * 1024;
+
+	int status = inChild([&] {
+		std::size_t available = availableMemory();
+		return available > 0 && available <= ram ? 0 : 1;
+	});
+
+	EXPECT_EQ(status, 0);
 }
 
 TEST(SegmentLimitTest, MoreThanTheHostHasFailsFastAndAllocatesNothing)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <unistd.h>
 #include <tuple>
 
 #include <rma/rma.h>
@@ -490,6 +491,74 @@ TEST(WindowTest, CreateTakesTheDirectPathOverAllocMem)
 		EXPECT_EQ(peerBase, plain.local);
 		freeWindow(direct);
 		freeWindow(plain);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+/*
+ * Creation in a loop, as test suites do: windows of the world (4 ranks) and
+ * of two halves (2 ranks each) in turn, so a maker's freed control segments
+ * of two shapes are reused for the next windows of the same shape. Each
+ * window must start clean: lock words, accumulate rings (ring path on every
+ * other window), fetch replies, barrier counts.
+ */
+TEST(WindowLoopTest, ManyWindowsInALoopStartClean)
+{
+	int status = runRanks(4, [](int) {
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		int worldRank;
+		rma_comm_rank(RMA_COMM_WORLD, &worldRank);
+		rma_comm half;
+		ASSERT_EQ(rma_comm_split(RMA_COMM_WORLD, worldRank % 2, worldRank, &half), RMA_SUCCESS);
+		for (int i = 0; i < 40; ++i) {
+			rma_comm comm = i % 2 == 0 ? RMA_COMM_WORLD : half;
+			int rank, n;
+			rma_comm_rank(comm, &rank);
+			rma_comm_size(comm, &n);
+			rma_info info;
+			ASSERT_EQ(rma_info_create(&info), RMA_SUCCESS);
+			ASSERT_EQ(rma_info_set(info, "rma_accumulate_path", i % 4 < 2 ? "ring" : "auto"), RMA_SUCCESS);
+			int64_t *base = nullptr;
+			rma_win win;
+			ASSERT_EQ(rma_win_allocate(3 * sizeof(int64_t), sizeof(int64_t), info, comm, &base, &win), RMA_SUCCESS)
+				<< "window " << i;
+			rma_info_free(&info);
+			EXPECT_EQ(base[0], 0);
+			EXPECT_EQ(base[1], 0);
+			/* The window's fences wait for a late rank (barrier counts start at zero). */
+			const int64_t mark = 1000 + i;
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			if (rank == n - 1) {
+				usleep(2000);
+				ASSERT_EQ(rma_put(&mark, 1, RMA_INT64_T, 0, 2, 1, RMA_INT64_T, win), RMA_SUCCESS);
+			}
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			if (rank == 0) {
+				EXPECT_EQ(base[2], mark) << "window " << i << ": the fence did not wait for rank " << n - 1;
+			}
+
+			const int64_t add = i + 1;
+			int64_t fetched = -1, one = 1;
+			ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+			for (int t = 0; t < n; ++t)
+				ASSERT_EQ(rma_accumulate(&add, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, RMA_SUM, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_fetch_and_op(&one, &fetched, RMA_INT64_T, 0, 1, RMA_SUM, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			EXPECT_GE(fetched, 0) << "window " << i;
+			EXPECT_LT(fetched, n) << "window " << i;
+			/* Exclusive epochs on the next rank: its lock word starts unlocked. */
+			ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, (rank + 1) % n, 0, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_unlock((rank + 1) % n, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			EXPECT_EQ(base[0], n * add) << "window " << i;
+			if (rank == 0) {
+				EXPECT_EQ(base[1], n) << "window " << i;
+			}
+			ASSERT_EQ(rma_win_fence(0, win), RMA_SUCCESS);
+			ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		}
+		rma_comm_free(&half);
 		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 	});
 	EXPECT_EQ(status, 0);
