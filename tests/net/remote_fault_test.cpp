@@ -64,6 +64,23 @@ std::string slurp(const std::string &path)
 	return s.str();
 }
 
+/* What each of a 3-rank job's ranks wrote, and all of it with mpirun's output (for failure messages). */
+struct ThreeRanks {
+	std::string texts[3];
+	std::string all;
+};
+
+ThreeRanks readRanks(const std::string &results, const CommandResult &r)
+{
+	ThreeRanks out;
+	for (int rank = 0; rank < 3; ++rank) {
+		out.texts[rank] = slurp(results + "/rank" + std::to_string(rank));
+		out.all += "rank " + std::to_string(rank) + ":\n" + out.texts[rank];
+	}
+	out.all += "mpirun said:\n" + r.out + r.err;
+	return out;
+}
+
 /* The "after M ms" of a result line, or -1. */
 long millisOf(const std::string &text)
 {
@@ -115,11 +132,9 @@ TEST_F(RemoteFaultTest, ADeadTargetIsRefusedWhileItsHostServesTheOthers)
 	CommandResult r = run({ "-np", "3", "--map-by", "node", "--oversubscribe", "--mca", "orte_enable_recovery", "1",
 				"-x", "RMA_NET_TIMEOUT_MS=1500", program_, results, "true", "deadtarget" },
 			      60);
-	std::string texts[3];
-	for (int rank = 0; rank < 3; ++rank)
-		texts[rank] = slurp(results + "/rank" + std::to_string(rank));
-	const std::string all = "rank 0:\n" + texts[0] + "rank 1:\n" + texts[1] + "rank 2:\n" + texts[2] +
-				"mpirun said:\n" + r.out + r.err;
+	const ThreeRanks ranks = readRanks(results, r);
+	const std::string(&texts)[3] = ranks.texts;
+	const std::string &all = ranks.all;
 	EXPECT_NE(texts[2].find("dying"), std::string::npos) << all;
 	/* The origin's operations to the dead rank failed with RMA_ERR_PROC_FAILED (38), bounded by the watchdog. */
 	EXPECT_NE(texts[1].find("class 38 after"), std::string::npos) << all;
@@ -150,11 +165,9 @@ TEST_P(RemoteLockFaultTest, ALostHoldersLockIsReleasedForTheNextExclusiveLocker)
 	CommandResult r = run({ "-np", "3", "--map-by", "node", "-x", "RMA_NET_TIMEOUT_MS=1500", program_, results,
 				"ip link set dev eth0 down", kind },
 			      60);
-	std::string texts[3];
-	for (int rank = 0; rank < 3; ++rank)
-		texts[rank] = slurp(results + "/rank" + std::to_string(rank));
-	const std::string all = "rank 0:\n" + texts[0] + "rank 1:\n" + texts[1] + "rank 2:\n" + texts[2] +
-				"mpirun said:\n" + r.out + r.err;
+	const ThreeRanks ranks = readRanks(results, r);
+	const std::string(&texts)[3] = ranks.texts;
+	const std::string &all = ranks.all;
 	EXPECT_NE(texts[0].find("holding " + kind), std::string::npos) << all;
 	/* The lost holder's lock came back within the liveness bound (1.5 s of silence), plus slack. */
 	const std::string &survivor = texts[2];
