@@ -32,8 +32,10 @@
  *              += 1, retry the same until it holds). Release: store 0 (no
  *              one else writes a held word).
  *   lock_all:  CAS GlobalLocks lock_all += 1 while no exclusive locker
- *              waits, then scan every target's word: an exclusive holder
- *              makes it step back (-= 1), wait for that word, and retry.
+ *              waits, then scan every target's word and wait, still
+ *              counted, until each exclusive holder found lets go (new
+ *              exclusive lockers see the count and wait: neither side
+ *              can starve the other).
  *              The exclusive CAS-then-load and lock_all's RMW-then-scan
  *              are seq_cst: a Dekker pair, one of the two always sees the
  *              other.
@@ -54,7 +56,7 @@
 namespace librma {
 
 inline constexpr uint64_t kControlMagic = 0x4c4f52544e434d52ull; /* "RMCNTROL" */
-inline constexpr uint32_t kControlVersion = 8; /* 8: each rank's detached word (control segments are reused) */
+inline constexpr uint32_t kControlVersion = 9; /* 9: each rank's lock activity words */
 
 struct alignas(kFalseSharingPad) ControlHeader {
 	uint64_t magic;
@@ -85,6 +87,17 @@ struct alignas(kFalseSharingPad) RankSlot {
 	 * reuses the segment for another window (ControlPool in window.cpp).
 	 */
 	std::atomic<uint32_t> detached;
+	/*
+	 * This rank's lock activity on the window, so that a waiter can tell
+	 * whether a dead rank may be what blocks it (Window::deadLockBlocker):
+	 * lockShared counts the shared locks and the lock_all it holds or is
+	 * taking, lockExclusive the exclusive locks it holds, takes or waits
+	 * for. Raised before the lock word is touched, lowered after it is let
+	 * go. Written by the rank's application thread only (relaxed: peers read
+	 * them only once the rank is dead, when all its stores are visible).
+	 */
+	std::atomic<uint32_t> lockShared;
+	std::atomic<uint32_t> lockExclusive;
 	/* The lock word of this rank as a target (see the protocol above); on its own line. */
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */
@@ -93,6 +106,7 @@ struct alignas(kFalseSharingPad) RankSlot {
 static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
 static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
 static_assert(offsetof(RankSlot, detached) == 12);
+static_assert(offsetof(RankSlot, lockExclusive) + sizeof(uint32_t) <= kFalseSharingPad);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 

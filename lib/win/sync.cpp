@@ -107,6 +107,23 @@ int Window::checkAlive(const char *call, const char *what, int peer)
 			 call, peer, static_cast<int>(targets_[peer].pid), name.c_str(), what);
 }
 
+int Window::deadLockBlocker(const char *call, const char *what, int blockers) const
+{
+	for (int p = 0; p < size(); ++p) {
+		if (p == rank() || !peerDead(p))
+			continue;
+		/* Its stores are all visible now that it is dead (see RankSlot::lockShared). */
+		const bool blocks = remote_ || slots_[p].lockExclusive.load(std::memory_order_relaxed) != 0 ||
+				    (blockers == kBlockedByAny && slots_[p].lockShared.load(std::memory_order_relaxed) != 0);
+		if (blocks)
+			return makeError(RMA_ERR_PROC_FAILED,
+					 "%s: rank %d (pid %d) of window '%s' died holding or waiting for a lock while this "
+					 "process waited for %s",
+					 call, p, static_cast<int>(targets_[p].pid), name.c_str(), what);
+	}
+	return RMA_SUCCESS;
+}
+
 int Window::translateGroup(const char *call, const Group &g, std::vector<int> &out) const
 {
 	out.clear();
@@ -157,24 +174,50 @@ int Window::checkCanOpen(const char *call, bool conflict) const
 
 /* ---- Passive target ------------------------------------------------------- */
 
+namespace {
+
+/*
+ * Polls for which shared and lock_all callers give way to waiting exclusive
+ * lockers (writer preference) before only a holder keeps them out. About
+ * 10 us of spinning, or a few time slices when ranks outnumber cores.
+ */
+constexpr unsigned kLockPatience = 1024;
+
+} /* namespace */
+
 int Window::acquireLock(const char *call, int target, bool exclusive)
 {
 	std::atomic<uint64_t> &word = slots_[target].lock;
 	std::atomic<uint64_t> &waiters = slots_[target].waiters;
-	if (!exclusive)
-		return waitUntil(call, "a shared lock", -1, [&word, &waiters] {
+	noteLockActivity(exclusive, +1);
+	if (!exclusive) {
+		unsigned polls = 0;
+		int rc = waitUntil(call, "a shared lock", kBlockedByExclusive, [&word, &waiters, &polls] {
 			uint64_t v = word.load(std::memory_order_relaxed);
 			/*
 			 * Writer preference: no new shared holder while an
 			 * exclusive locker waits (relaxed: a hint; exclusion
-			 * itself is the CAS). Acquire on success: pairs with
-			 * the release store in releaseLock() of the last
-			 * exclusive holder.
+			 * itself is the CAS), for kLockPatience polls: then
+			 * only a holder keeps us out, so that a stream of
+			 * exclusive lockers cannot starve us either. Acquire
+			 * on success: pairs with the release store in
+			 * releaseLock() of the last exclusive holder. A CAS
+			 * lost to another shared locker is retried here: only
+			 * an exclusive locker makes this a wait (whose death
+			 * checks would blame an unrelated dead rank otherwise).
 			 */
-			return (v & lockword::kHolderMask) == 0 && waiters.load(std::memory_order_relaxed) == 0 &&
-			       word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
-							  std::memory_order_relaxed);
+			const bool patient = ++polls <= kLockPatience;
+			while ((v & lockword::kHolderMask) == 0 &&
+			       (!patient || waiters.load(std::memory_order_relaxed) == 0))
+				if (word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
+							       std::memory_order_relaxed))
+					return true;
+			return false;
 		});
+		if (rc != RMA_SUCCESS)
+			noteLockActivity(false, -1);
+		return rc;
+	}
 
 	std::atomic<uint64_t> &global = globalLocks_->word;
 	const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
@@ -196,8 +239,15 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 		word.store(0, std::memory_order_release);
 		return false;
 	};
-	/* Uncontended: one locked instruction for the whole lock/unlock pair. */
-	if (tryTake()) [[likely]]
+	/*
+	 * Uncontended: one locked instruction for the whole lock/unlock pair.
+	 * Not past waiting exclusive lockers (relaxed: a hint, on the word's
+	 * line): a holder that unlocks and relocks at once would otherwise
+	 * barge past a waiter that polls less often (it yields when ranks
+	 * outnumber cores), and the waiter's count blocks every shared and
+	 * lock_all caller meanwhile.
+	 */
+	if (waiters.load(std::memory_order_relaxed) == 0 && tryTake()) [[likely]]
 		return RMA_SUCCESS;
 
 	/*
@@ -208,11 +258,13 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 	 */
 	waiters.fetch_add(1, std::memory_order_relaxed);
 	global.fetch_add(lockword::kExclusive, std::memory_order_relaxed);
-	int rc = waitUntil(call, "an exclusive lock", -1, [&word, &tryTake] {
+	int rc = waitUntil(call, "an exclusive lock", kBlockedByAny, [&word, &tryTake] {
 		return word.load(std::memory_order_relaxed) == 0 && tryTake();
 	});
 	global.fetch_sub(lockword::kExclusive, std::memory_order_relaxed);
 	waiters.fetch_sub(1, std::memory_order_relaxed);
+	if (rc != RMA_SUCCESS)
+		noteLockActivity(true, -1);
 	return rc;
 }
 
@@ -222,15 +274,16 @@ void Window::releaseLock(int target, bool exclusive)
 	if (!exclusive) {
 		/* Release: publishes this holder's RMA stores to the next exclusive holder's acquiring CAS. */
 		word.fetch_sub(lockword::kShared, std::memory_order_release);
-		return;
+	} else {
+		/*
+		 * While we hold it nobody else writes the word (every other CAS
+		 * expects a free holder field, lock_all only reads it), so a plain
+		 * store frees it. Release: publishes our RMA stores to the next
+		 * holder's acquiring CAS and to lock_all's scan.
+		 */
+		word.store(0, std::memory_order_release);
 	}
-	/*
-	 * While we hold it nobody else writes the word (every other CAS
-	 * expects a free holder field, lock_all only reads it), so a plain
-	 * store frees it. Release: publishes our RMA stores to the next
-	 * holder's acquiring CAS and to lock_all's scan.
-	 */
-	word.store(0, std::memory_order_release);
+	noteLockActivity(exclusive, -1);
 }
 
 int Window::lock(int lockType, int target, int assert)
@@ -350,37 +403,56 @@ int Window::lockAll(int assert)
 	if (anyDead()) [[unlikely]]
 		RMA_TRY(deadAmong(kCall, nullptr));
 	if (!(assert & RMA_MODE_NOCHECK)) {
+		noteLockActivity(false, +1);
+		if (int rc = takeLockAll(kCall); rc != RMA_SUCCESS) {
+			noteLockActivity(false, -1);
+			return rc;
+		}
+	}
+	fenceEpoch_ = false;
+	allAccess_ = true;
+	lockAll_ = kLockShared | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
+	crossProcessEdge();
+	return RMA_SUCCESS;
+}
+
+/* lock_all's protocol (control.h): this host's global word, then every other host's. */
+int Window::takeLockAll(const char *kCall)
+{
+	{
 		std::atomic<uint64_t> &global = globalLocks_->word;
-		for (;;) {
-			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", -1, [&global] {
-				uint64_t v = global.load(std::memory_order_relaxed);
-				/*
-				 * No exclusive locker waiting (they have preference).
-				 * seq_cst: the Dekker half of acquireLock()'s pair;
-				 * also acquires past unlock_alls.
-				 */
-				return (v & ~lockword::kLockAllMask) == 0 &&
-				       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
-								    std::memory_order_relaxed);
-			}));
+		unsigned polls = 0;
+		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [&global, &polls] {
+			uint64_t v = global.load(std::memory_order_relaxed);
 			/*
-			 * Counted: from now on no exclusive locker keeps a word.
-			 * One that took a word before we counted is seen here
-			 * (seq_cst loads; acquire pairs with its release store
-			 * when it has let go).
+			 * No exclusive locker waiting (they have preference, for
+			 * kLockPatience polls: a stream of them must not starve
+			 * us). seq_cst: the Dekker half of acquireLock()'s
+			 * pair; also acquires past unlock_alls.
 			 */
-			int busy = -1;
-			for (int t = 0; t < size() && busy < 0; ++t)
-				if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
-					busy = t;
-			if (busy < 0)
-				break;
-			/* Give way to it and wait until it unlocks (or dies). */
-			global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
-			std::atomic<uint64_t> &word = slots_[busy].lock;
-			RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", -1, [&word] {
-				return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
-			}));
+			return ((v & ~lockword::kLockAllMask) == 0 || ++polls > kLockPatience) &&
+			       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+							    std::memory_order_relaxed);
+		}));
+		/*
+		 * Counted: from now on no exclusive locker keeps a word (it sees
+		 * our count and gives the word back). One that took a word
+		 * before we counted is seen here (seq_cst loads): wait, keeping
+		 * the count, until it lets go (acquire: pairs with its release
+		 * store). Stepping back instead would let a stream of exclusive
+		 * lockers starve lock_all for ever.
+		 */
+		for (int t = 0; t < size(); ++t) {
+			std::atomic<uint64_t> &word = slots_[t].lock;
+			if ((word.load(std::memory_order_seq_cst) & lockword::kHolderMask) == 0)
+				continue;
+			if (int rc = waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
+				    return (word.load(std::memory_order_acquire) & lockword::kHolderMask) == 0;
+			    });
+			    rc != RMA_SUCCESS) {
+				global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+				return rc;
+			}
 		}
 #ifdef RMA_HAVE_NET
 		/* Then every other host's part: its server takes its host's global word for us. */
@@ -393,10 +465,6 @@ int Window::lockAll(int assert)
 		}
 #endif
 	}
-	fenceEpoch_ = false;
-	allAccess_ = true;
-	lockAll_ = kLockShared | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
-	crossProcessEdge();
 	return RMA_SUCCESS;
 }
 
@@ -407,7 +475,7 @@ int Window::unlockAll()
 	if (anyDead()) [[unlikely]] {
 		if (int rc = deadAmong("rma_win_unlock_all", nullptr); rc != RMA_SUCCESS) {
 			if (!(lockAll_ & kLockNoCheck))
-				globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+				releaseGlobalLockAll();
 			lockAll_ = 0;
 			allAccess_ = false;
 			return rc;
@@ -418,8 +486,7 @@ int Window::unlockAll()
 	completeLocally();
 	int rc = RMA_SUCCESS;
 	if (!(lockAll_ & kLockNoCheck)) {
-		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
-		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+		releaseGlobalLockAll();
 #ifdef RMA_HAVE_NET
 		if (remote_)
 			rc = remote_->unlockAll("rma_win_unlock_all");
@@ -437,8 +504,7 @@ int Window::unlockAllFailed(int rc)
 		return rc;
 	completeLocally();
 	if (!(lockAll_ & kLockNoCheck)) {
-		/* Release: as in unlockAll(). */
-		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+		releaseGlobalLockAll();
 #ifdef RMA_HAVE_NET
 		if (remote_)
 			(void)remote_->unlockAll("rma_win_unlock_all"); /* the first failure is the one reported */

@@ -506,8 +506,12 @@ private:
 	/*
 	 * Wait until @ready() holds, watching @peer (or, if -1, every member) for
 	 * death; @watch() (an error code) is asked at the same rate, for what
-	 * else the wait depends on.
+	 * else the wait depends on. @peer may also be kBlockedByShared or
+	 * kBlockedByAny: a lock wait, which fails only for a dead rank whose
+	 * lock activity can block it (deadLockBlocker()).
 	 */
+	static constexpr int kBlockedByExclusive = -2; /* blocked only by exclusive lockers (shared lock, lock_all) */
+	static constexpr int kBlockedByAny = -3;       /* blocked by any lock holder (exclusive lock) */
 	template<typename Ready, typename Watch>
 	int waitUntil(const char *call, const char *what, int peer, Ready &&ready, Watch &&watch);
 	template<typename Ready>
@@ -516,6 +520,22 @@ private:
 		return waitUntil(call, what, peer, static_cast<Ready &&>(ready), [] { return RMA_SUCCESS; });
 	}
 	int checkAlive(const char *call, const char *what, int peer);
+	/*
+	 * A lock wait (@blockers: kBlockedByExclusive or kBlockedByAny):
+	 * RMA_ERR_PROC_FAILED naming the first dead rank whose lock activity
+	 * (RankSlot::lockShared/lockExclusive) may be what blocks it, else
+	 * RMA_SUCCESS. A dead rank that held no lock does not fail the wait.
+	 * On a window spanning hosts, any dead rank does (a server holds locks
+	 * for its remote origins that no slot counts).
+	 */
+	[[gnu::cold]] int deadLockBlocker(const char *call, const char *what, int blockers) const;
+	/* This rank's lock activity words (RankSlot): raised before a lock is taken, lowered after release. */
+	void noteLockActivity(bool exclusive, int delta)
+	{
+		std::atomic<uint32_t> &w = exclusive ? slots_[rank()].lockExclusive : slots_[rank()].lockShared;
+		/* Relaxed, not a locked RMW: only this thread writes it (see RankSlot). */
+		w.store(w.load(std::memory_order_relaxed) + static_cast<uint32_t>(delta), std::memory_order_relaxed);
+	}
 	/*
 	 * A wait for @target's ring (a record applied, room, the consumer role):
 	 * RMA_ERR_PROC_FAILED if a host agent holds the ring's consumer role and
@@ -540,6 +560,14 @@ private:
 	bool memberDead() const;
 	int acquireLock(const char *call, int target, bool exclusive);
 	void releaseLock(int target, bool exclusive);
+	int takeLockAll(const char *call);
+	/* Give back this host's part of a lock_all (not RMA_MODE_NOCHECK). */
+	void releaseGlobalLockAll()
+	{
+		/* Release: pairs with the acquire of exclusive lockers waiting for lock_all holders. */
+		globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_release);
+		noteLockActivity(false, -1);
+	}
 	int translateGroup(const char *call, const Group &group, std::vector<int> &out) const;
 	/* Order this process's RMA stores before the synchronization that follows. */
 	void completeLocally()
@@ -767,7 +795,8 @@ inline Window *toWindow(rma_win handle)
 /*
  * Spin (then yield) until @ready() holds. Once the wait is long (past the
  * spinning phase) the ranks that could release it are checked for death
- * every 1024 rounds: @peer, or every member if @peer is -1, and then
+ * every 1024 rounds: @peer, or every member if @peer is -1, or the
+ * members whose lock activity may block a lock wait (kBlockedBy*), and then
  * @watch(). This is the slow path only; a wait that ends while spinning
  * makes no system call.
  */
@@ -778,14 +807,18 @@ inline int Window::waitUntil(const char *call, const char *what, int peer, Ready
 		if (anyDead()) [[unlikely]] {
 			if (peer >= 0) {
 				RMA_TRY(deadTarget(call, peer));
-			} else {
+			} else if (peer == -1) {
 				RMA_TRY(deadAmong(call, nullptr));
+			} else {
+				RMA_TRY(deadLockBlocker(call, what, peer));
 			}
 		}
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0x3ff) != 0)
 			continue;
 		if (peer >= 0) {
 			RMA_TRY(checkAlive(call, what, peer));
+		} else if (peer < -1) {
+			RMA_TRY(deadLockBlocker(call, what, peer));
 		} else {
 			for (int r = 0; r < size(); ++r)
 				if (r != rank())

@@ -711,6 +711,79 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 	EXPECT_EQ(librma::test::readFile(okFile + "2"), "ok") << "rank 2 did not see the failure";
 }
 
+/*
+ * A dead rank fails only the lock waits it can block. Rank 1 dies holding a
+ * shared lock on rank 0. A shared lock that waits for a live exclusive holder
+ * is then granted (the dead rank holds nothing that blocks it), while an
+ * exclusive lock on rank 0 fails naming rank 1 (its shared lock is never
+ * given back).
+ */
+TEST(FaultTest, ADeadRankFailsOnlyTheLockWaitsItBlocks)
+{
+	ScratchDir dir;
+	std::string okFile = dir.file("ok");
+	RanksOptions opts;
+	opts.keepGoing = true;
+	opts.timeoutSeconds = 60;
+	int status = runRanks(
+		4,
+		[okFile](int) {
+			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			SharedWords flags; /* 0: rank 1 locked; 1: rank 2 holds; 2: rank 0 about to wait; 3: done */
+			rma_win win;
+			void *base;
+			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			rma_barrier(RMA_COMM_WORLD);
+			const int rank = worldRank();
+			if (rank == 1) {
+				ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win), RMA_SUCCESS);
+				flags.at(0).store(1);
+				raise(SIGKILL);
+			}
+			ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+			/* Until this rank sees the death: a lock on rank 1 fails then. */
+			ASSERT_TRUE(eventually([&] {
+				int rc = rma_win_lock(RMA_LOCK_SHARED, 1, 0, win);
+				if (rc == RMA_SUCCESS)
+					rma_win_unlock(1, win);
+				return errorClassOf(rc) == RMA_ERR_PROC_FAILED;
+			}));
+			if (rank == 2) {
+				ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 3, 0, win), RMA_SUCCESS);
+				flags.at(1).store(1);
+				ASSERT_TRUE(eventually([&] { return flags.at(2).load() == 1; }));
+				std::this_thread::sleep_for(std::chrono::milliseconds(100)); /* rank 0 waits meanwhile */
+				EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
+			} else if (rank == 0) {
+				ASSERT_TRUE(eventually([&] { return flags.at(1).load() == 1; }));
+				flags.at(2).store(1);
+				int rc = rma_win_lock(RMA_LOCK_SHARED, 3, 0, win);
+				EXPECT_EQ(rc, RMA_SUCCESS) << errorText(rc);
+				if (rc == RMA_SUCCESS) {
+					EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
+				}
+			} else {
+				auto t0 = std::chrono::steady_clock::now();
+				int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
+				double waited =
+					std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+				EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
+				EXPECT_LT(waited, 10.0);
+			}
+			if (!::testing::Test::HasFailure())
+				std::ofstream(okFile + std::to_string(rank)) << "ok";
+			flags.at(3).fetch_add(1);
+			eventually([&] { return flags.at(3).load() == 3; });
+			_exit(0); /* the window cannot be freed collectively any more */
+		},
+		opts);
+	EXPECT_EQ(status, 128 + SIGKILL);
+	for (int rank : { 0, 2, 3 })
+		EXPECT_EQ(librma::test::readFile(okFile + std::to_string(rank)), "ok") << "rank " << rank;
+}
+
 } /* namespace */
 
 namespace {
