@@ -90,14 +90,14 @@ struct alignas(kFalseSharingPad) RankSlot {
 	/*
 	 * This rank's lock activity on the window, so that a waiter can tell
 	 * whether a dead rank may be what blocks it (Window::deadLockBlocker):
-	 * lockShared counts the shared locks and the lock_all it holds or is
-	 * taking, lockExclusive the exclusive locks it holds, takes or waits
-	 * for. Raised before the lock word is touched, lowered after it is let
-	 * go. Written by the rank's application thread only (relaxed: peers read
-	 * them only once the rank is dead, when all its stores are visible).
+	 * [15..0] the shared locks and the lock_all it holds or is taking,
+	 * [31..16] the exclusive locks it holds, takes or waits for
+	 * (lockactivity::). Raised before the lock word is touched, lowered
+	 * after it is let go. Written by the rank's application thread only
+	 * (relaxed: peers read it only once the rank is dead, when all its
+	 * stores are visible).
 	 */
-	std::atomic<uint32_t> lockShared;
-	std::atomic<uint32_t> lockExclusive;
+	std::atomic<uint32_t> lockActivity;
 	/* The lock word of this rank as a target (see the protocol above); on its own line. */
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */
@@ -106,7 +106,7 @@ struct alignas(kFalseSharingPad) RankSlot {
 static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
 static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
 static_assert(offsetof(RankSlot, detached) == 12);
-static_assert(offsetof(RankSlot, lockExclusive) + sizeof(uint32_t) <= kFalseSharingPad);
+static_assert(offsetof(RankSlot, lockActivity) + sizeof(uint32_t) <= kFalseSharingPad);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
@@ -121,6 +121,12 @@ inline constexpr uint64_t kLockAll = 1;
 inline constexpr uint64_t kLockAllMask = 0xffffffffull;
 inline constexpr uint64_t kExclusive = 1ull << 32;
 } /* namespace lockword */
+
+namespace lockactivity {
+inline constexpr uint32_t kShared = 1;
+inline constexpr uint32_t kSharedMask = 0xffff;
+inline constexpr uint32_t kExclusive = 1u << 16;
+} /* namespace lockactivity */
 
 /*
  * A row of PSCW counters (uint32, one per rank), padded to whole lines.

@@ -112,9 +112,10 @@ int Window::deadLockBlocker(const char *call, const char *what, int blockers) co
 	for (int p = 0; p < size(); ++p) {
 		if (p == rank() || !peerDead(p))
 			continue;
-		/* Its stores are all visible now that it is dead (see RankSlot::lockShared). */
-		const bool blocks = remote_ || slots_[p].lockExclusive.load(std::memory_order_relaxed) != 0 ||
-				    (blockers == kBlockedByAny && slots_[p].lockShared.load(std::memory_order_relaxed) != 0);
+		/* Its stores are all visible now that it is dead (see RankSlot::lockActivity). */
+		const uint32_t activity = slots_[p].lockActivity.load(std::memory_order_relaxed);
+		const bool blocks = remote_ || (activity & ~lockactivity::kSharedMask) != 0 ||
+				    (blockers == kBlockedByAny && (activity & lockactivity::kSharedMask) != 0);
 		if (blocks)
 			return makeError(RMA_ERR_PROC_FAILED,
 					 "%s: rank %d (pid %d) of window '%s' died holding or waiting for a lock while this "

@@ -780,6 +780,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	const ControlLayout layout(static_cast<uint32_t>(n), flavor_ == Flavor::Dynamic);
 	globalLocks_ = reinterpret_cast<GlobalLocks *>(control_.data() + layout.globals);
 	slots_ = reinterpret_cast<RankSlot *>(control_.data() + layout.slots);
+	mySlot_ = &slots_[rank()];
 	/* Relaxed: read by agents for liveness only, re-read each time they ask (0: not known yet). */
 	slots_[me].pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
 	pscwPosted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.posted);

@@ -523,7 +523,7 @@ private:
 	/*
 	 * A lock wait (@blockers: kBlockedByExclusive or kBlockedByAny):
 	 * RMA_ERR_PROC_FAILED naming the first dead rank whose lock activity
-	 * (RankSlot::lockShared/lockExclusive) may be what blocks it, else
+	 * (RankSlot::lockActivity) may be what blocks it, else
 	 * RMA_SUCCESS. A dead rank that held no lock does not fail the wait.
 	 * On a window spanning hosts, any dead rank does (a server holds locks
 	 * for its remote origins that no slot counts).
@@ -532,9 +532,10 @@ private:
 	/* This rank's lock activity words (RankSlot): raised before a lock is taken, lowered after release. */
 	void noteLockActivity(bool exclusive, int delta)
 	{
-		std::atomic<uint32_t> &w = exclusive ? slots_[rank()].lockExclusive : slots_[rank()].lockShared;
+		std::atomic<uint32_t> &w = mySlot_->lockActivity;
+		const uint32_t unit = exclusive ? lockactivity::kExclusive : lockactivity::kShared;
 		/* Relaxed, not a locked RMW: only this thread writes it (see RankSlot). */
-		w.store(w.load(std::memory_order_relaxed) + static_cast<uint32_t>(delta), std::memory_order_relaxed);
+		w.store(w.load(std::memory_order_relaxed) + unit * static_cast<uint32_t>(delta), std::memory_order_relaxed);
 	}
 	/*
 	 * A wait for @target's ring (a record applied, room, the consumer role):
@@ -670,6 +671,7 @@ private:
 	bool poolControl_ = false; /* this rank made control_ and keeps its fd to reuse it (ControlPool) */
 	GlobalLocks *globalLocks_ = nullptr;
 	RankSlot *slots_ = nullptr;
+	RankSlot *mySlot_ = nullptr; /* &slots_[rank()] */
 	uint32_t *pscwPosted_ = nullptr;
 	uint32_t *pscwCompleted_ = nullptr;
 	size_t pscwRow_ = 0;            /* uint32 counters per PSCW row */
