@@ -24,18 +24,22 @@
  *   GlobalLocks.word:               [63..32] exclusive lockers waiting
  *                                   [31..0]  lock_all holders
  *   shared:    CAS +1 while holder and waiters are 0 (writer preference: a
- *              stream of shared lockers cannot starve an exclusive one);
- *              release: fetch_sub 1.
- *   exclusive: CAS the word 0 -> holder, then load GlobalLocks: no lock_all
+ *              stream of shared lockers cannot starve an exclusive one;
+ *              after kPatience polls, while the holder is 0); release:
+ *              fetch_sub 1.
+ *   exclusive: (no waiters: else the slow path at once) CAS the word
+ *              0 -> holder, then load GlobalLocks: no lock_all
  *              holder, done (one locked instruction); else store 0 back
  *              and take the slow path (waiters += 1, GlobalLocks waiting
  *              += 1, retry the same until it holds). Release: store 0 (no
  *              one else writes a held word).
  *   lock_all:  CAS GlobalLocks lock_all += 1 while no exclusive locker
- *              waits, then scan every target's word and wait, still
- *              counted, until each exclusive holder found lets go (new
- *              exclusive lockers see the count and wait: neither side
- *              can starve the other).
+ *              waits (or after kPatience polls), then scan every
+ *              target's word: an exclusive holder makes it step back
+ *              (-= 1), wait for that word, and retry (keeping the count
+ *              would deadlock with a holder locking a second target).
+ *   A host server (win/remote.cpp) does the same for other hosts' origins,
+ *   one try per pass, counting the exclusive lockers it parks as waiters.
  *              The exclusive CAS-then-load and lock_all's RMW-then-scan
  *              are seq_cst: a Dekker pair, one of the two always sees the
  *              other.
@@ -120,6 +124,13 @@ inline constexpr uint64_t kMaxRanks = 0xffff - 1;
 inline constexpr uint64_t kLockAll = 1;
 inline constexpr uint64_t kLockAllMask = 0xffffffffull;
 inline constexpr uint64_t kExclusive = 1ull << 32;
+/*
+ * Polls (a host server's retries) for which shared and lock_all callers
+ * give way to waiting exclusive lockers (writer preference) before only a
+ * holder keeps them out: neither kind can starve the other. About 10 us of
+ * spinning, or a few time slices when ranks outnumber cores.
+ */
+inline constexpr unsigned kPatience = 1024;
 } /* namespace lockword */
 
 namespace lockactivity {

@@ -683,11 +683,23 @@ bool RemoteWindow::tryLock(int target, int origin, bool exclusive)
 {
 	std::atomic<uint64_t> &word = win_.slots_[target].lock;
 	if (!exclusive) {
+		uint32_t &polls = held_[static_cast<std::size_t>(origin)].polls;
 		uint64_t v = word.load(std::memory_order_relaxed);
-		/* As Window::acquireLock(): no new shared holder while an exclusive locker waits. Acquire on success. */
-		return (v & lockword::kHolderMask) == 0 && win_.slots_[target].waiters.load(std::memory_order_relaxed) == 0 &&
-		       word.compare_exchange_strong(v, v + lockword::kShared, std::memory_order_acquire,
-						    std::memory_order_relaxed);
+		/*
+		 * As Window::acquireLock(): no new shared holder while an
+		 * exclusive locker waits, for lockword::kPatience tries. Acquire
+		 * on success.
+		 */
+		while ((v & lockword::kHolderMask) == 0 &&
+		       (win_.slots_[target].waiters.load(std::memory_order_relaxed) == 0 || polls >= lockword::kPatience)) {
+			if (word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
+						       std::memory_order_relaxed)) {
+				polls = 0;
+				return true;
+			}
+		}
+		++polls;
+		return false;
 	}
 	/* The remote origin is the holder: its window rank + 1 (no process of this host has it). */
 	const uint64_t holder = static_cast<uint64_t>(origin + 1) << lockword::kHolderShift;
@@ -757,6 +769,8 @@ void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 		word.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed);
 	}
 	HeldLocks &held = held_[static_cast<std::size_t>(o)];
+	while (!held.waitingExclusive.empty())
+		noteExclusiveWait(o, held.waitingExclusive.back(), false);
 	for (const HeldLocks::Shared &s : held.shared)
 		/*
 		 * Release, as s.count unlocks would (releaseLock()): pairs with the
@@ -773,24 +787,50 @@ void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 		 */
 		win_.globalLocks_->word.fetch_sub(held.lockAll * lockword::kLockAll, std::memory_order_release);
 	held.lockAll = 0;
+	held.polls = 0;
 }
 
-bool RemoteWindow::tryLockAll()
+void RemoteWindow::noteExclusiveWait(int origin, int target, bool waiting)
+{
+	std::vector<int32_t> &list = held_[static_cast<std::size_t>(origin)].waitingExclusive;
+	auto it = std::find(list.begin(), list.end(), target);
+	if ((it != list.end()) == waiting)
+		return;
+	if (waiting)
+		list.push_back(target);
+	else
+		list.erase(it);
+	/*
+	 * Relaxed, as Window::acquireLock() counts its local waiters: hints
+	 * that hold shared lockers and lock_all callers back (for their
+	 * patience); exclusion itself is the lock word's CAS.
+	 */
+	const uint64_t n = waiting ? 1 : uint64_t(-1);
+	win_.slots_[target].waiters.fetch_add(n, std::memory_order_relaxed);
+	win_.globalLocks_->word.fetch_add(n * lockword::kExclusive, std::memory_order_relaxed);
+}
+
+bool RemoteWindow::tryLockAll(HeldLocks &held)
 {
 	std::atomic<uint64_t> &global = win_.globalLocks_->word;
 	uint64_t v = global.load(std::memory_order_relaxed);
-	/* As Window::lockAll(): exclusive lockers waiting have preference; seq_cst for the Dekker pair. */
-	if ((v & ~lockword::kLockAllMask) != 0 ||
+	/*
+	 * As Window::takeLockAll(): exclusive lockers waiting have preference
+	 * for lockword::kPatience tries; seq_cst for the Dekker pair.
+	 */
+	if (((v & ~lockword::kLockAllMask) != 0 && ++held.polls <= lockword::kPatience) ||
 	    !global.compare_exchange_strong(v, v + lockword::kLockAll, std::memory_order_seq_cst, std::memory_order_relaxed))
 		return false;
 	for (int t = 0; t < win_.size(); ++t) {
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
 			continue;
 		if (win_.slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask) {
+			/* Step back, as Window::takeLockAll() does. */
 			global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
 			return false;
 		}
 	}
+	held.polls = 0;
 	return true;
 }
 
@@ -962,8 +1002,13 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	}
 	case FrameKind::Lock: {
 		const bool exclusive = f.word0 == RMA_LOCK_EXCLUSIVE;
-		if (!tryLock(t, origin, exclusive))
+		if (!tryLock(t, origin, exclusive)) {
+			if (exclusive)
+				noteExclusiveWait(origin, t, true);
 			return false;
+		}
+		if (exclusive)
+			noteExclusiveWait(origin, t, false);
 		/* Noted at the grant, before the ACK leaves: a lost origin gives it back, ACK seen or not. */
 		if (!exclusive)
 			noteShared(origin, t);
@@ -987,7 +1032,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		return true;
 	}
 	case FrameKind::LockAll:
-		if (!tryLockAll())
+		if (!tryLockAll(held_[static_cast<std::size_t>(origin)]))
 			return false;
 		++held_[static_cast<std::size_t>(origin)].lockAll;
 		reply.ack();

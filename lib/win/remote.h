@@ -207,9 +207,10 @@ private:
 			       std::shared_ptr<struct GetStaging> &staging);
 
 	/* Server side. */
+	struct HeldLocks;
 	bool tryLock(int target, int origin, bool exclusive);
 	void releaseLock(int target, bool exclusive);
-	bool tryLockAll();
+	bool tryLockAll(HeldLocks &held);
 	/*
 	 * What this server granted one origin and has not had back: shared
 	 * locks (the kShared it added to a target's word) and lock_all grants
@@ -226,8 +227,20 @@ private:
 		};
 		std::vector<Shared> shared;
 		uint32_t lockAll = 0;
+		/*
+		 * Targets whose exclusive lock the origin waits for here (its LOCK
+		 * parked): counted in their waiters and in the global word's
+		 * exclusive-waiting half, as a local waiter is, so that writer
+		 * preference holds across hosts. At most one (an origin's stream
+		 * is in order: nothing after a parked LOCK runs).
+		 */
+		std::vector<int32_t> waitingExclusive;
+		/* Tries of its parked shared LOCK or LOCK_ALL so far (writer preference lasts lockword::kPatience). */
+		uint32_t polls = 0;
 	};
 	std::vector<HeldLocks> held_; /* by origin window rank */
+	/* Count @origin as an exclusive locker waiting for @target (@waiting), or no longer; idempotent. */
+	void noteExclusiveWait(int origin, int target, bool waiting);
 	void noteShared(int origin, int target);
 	/* Whether @origin held a shared lock of @target here (then forgotten: one fewer). */
 	bool forgetShared(int origin, int target);

@@ -175,16 +175,6 @@ int Window::checkCanOpen(const char *call, bool conflict) const
 
 /* ---- Passive target ------------------------------------------------------- */
 
-namespace {
-
-/*
- * Polls for which shared and lock_all callers give way to waiting exclusive
- * lockers (writer preference) before only a holder keeps them out. About
- * 10 us of spinning, or a few time slices when ranks outnumber cores.
- */
-constexpr unsigned kLockPatience = 1024;
-
-} /* namespace */
 
 int Window::acquireLock(const char *call, int target, bool exclusive)
 {
@@ -198,7 +188,7 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 			/*
 			 * Writer preference: no new shared holder while an
 			 * exclusive locker waits (relaxed: a hint; exclusion
-			 * itself is the CAS), for kLockPatience polls: then
+			 * itself is the CAS), for lockword::kPatience polls: then
 			 * only a holder keeps us out, so that a stream of
 			 * exclusive lockers cannot starve us either. Acquire
 			 * on success: pairs with the release store in
@@ -207,7 +197,7 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 			 * an exclusive locker makes this a wait (whose death
 			 * checks would blame an unrelated dead rank otherwise).
 			 */
-			const bool patient = ++polls <= kLockPatience;
+			const bool patient = ++polls <= lockword::kPatience;
 			while ((v & lockword::kHolderMask) == 0 &&
 			       (!patient || waiters.load(std::memory_order_relaxed) == 0))
 				if (word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
@@ -423,37 +413,42 @@ int Window::takeLockAll(const char *kCall)
 	{
 		std::atomic<uint64_t> &global = globalLocks_->word;
 		unsigned polls = 0;
-		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [&global, &polls] {
-			uint64_t v = global.load(std::memory_order_relaxed);
+		for (;;) {
+			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [&global, &polls] {
+				uint64_t v = global.load(std::memory_order_relaxed);
+				/*
+				 * No exclusive locker waiting (they have preference,
+				 * for lockword::kPatience polls: a stream of them
+				 * must not starve us). seq_cst: the Dekker half of
+				 * acquireLock()'s pair; also acquires past unlock_alls.
+				 */
+				return ((v & ~lockword::kLockAllMask) == 0 || ++polls > lockword::kPatience) &&
+				       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+								    std::memory_order_relaxed);
+			}));
 			/*
-			 * No exclusive locker waiting (they have preference, for
-			 * kLockPatience polls: a stream of them must not starve
-			 * us). seq_cst: the Dekker half of acquireLock()'s
-			 * pair; also acquires past unlock_alls.
+			 * Counted: from now on no exclusive locker keeps a word.
+			 * One that took a word before we counted is seen here
+			 * (seq_cst loads; acquire pairs with its release store
+			 * when it has let go).
 			 */
-			return ((v & ~lockword::kLockAllMask) == 0 || ++polls > kLockPatience) &&
-			       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
-							    std::memory_order_relaxed);
-		}));
-		/*
-		 * Counted: from now on no exclusive locker keeps a word (it sees
-		 * our count and gives the word back). One that took a word
-		 * before we counted is seen here (seq_cst loads): wait, keeping
-		 * the count, until it lets go (acquire: pairs with its release
-		 * store). Stepping back instead would let a stream of exclusive
-		 * lockers starve lock_all for ever.
-		 */
-		for (int t = 0; t < size(); ++t) {
-			std::atomic<uint64_t> &word = slots_[t].lock;
-			if ((word.load(std::memory_order_seq_cst) & lockword::kHolderMask) == 0)
-				continue;
-			if (int rc = waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
-				    return (word.load(std::memory_order_acquire) & lockword::kHolderMask) == 0;
-			    });
-			    rc != RMA_SUCCESS) {
-				global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
-				return rc;
-			}
+			int busy = -1;
+			for (int t = 0; t < size() && busy < 0; ++t)
+				if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
+					busy = t;
+			if (busy < 0)
+				break;
+			/*
+			 * Give way to it and wait until it unlocks (or dies). Not
+			 * keeping the count: its holder may be about to lock
+			 * another target (MPI lets a process hold several), which
+			 * our count would refuse: a deadlock.
+			 */
+			global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+			std::atomic<uint64_t> &word = slots_[busy].lock;
+			RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
+				return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
+			}));
 		}
 #ifdef RMA_HAVE_NET
 		/* Then every other host's part: its server takes its host's global word for us. */

@@ -321,6 +321,44 @@ TEST(LockTest, SharedLocksOverlap)
 		  }));
 }
 
+/*
+ * A process may hold locks on several targets. Rank 0 holds target 1
+ * exclusively while rank 2 waits in lock_all, then locks target 2 too:
+ * both must be granted in turn (a lock_all that kept its count while
+ * waiting for rank 0 would refuse rank 0's second lock for ever).
+ */
+TEST(LockTest, LockAllWaitingDoesNotBlockAHolderLockingASecondTarget)
+{
+	EXPECT_RANKS_PASS(runRanks(3, [](int) {
+			  ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+			  SharedWords flags; /* 0: rank 0 holds target 1; 1: rank 2 is in lock_all; 2: it got it */
+			  rma_win win;
+			  void *base;
+			  ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			  const int rank = worldRank();
+			  if (rank == 0) {
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 1, 0, win), RMA_SUCCESS);
+				  flags.at(0).store(1);
+				  ASSERT_TRUE(eventually([&] { return flags.at(1).load() == 1; }));
+				  std::this_thread::sleep_for(std::chrono::milliseconds(50)); /* rank 2 waits meanwhile */
+				  EXPECT_EQ(flags.at(2).load(), 0) << "lock_all was granted over an exclusive holder";
+				  ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 2, 0, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock(2, win), RMA_SUCCESS);
+				  ASSERT_EQ(rma_win_unlock(1, win), RMA_SUCCESS);
+			  } else if (rank == 2) {
+				  ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+				  flags.at(1).store(1);
+				  ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+				  flags.at(2).store(1);
+				  ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+			  }
+			  rma_barrier(RMA_COMM_WORLD);
+			  EXPECT_EQ(flags.at(2).load(), 1);
+			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+		  }));
+}
+
 /* While rank 1 holds the exclusive lock, neither a shared locker nor lock_all gets in. */
 TEST(LockTest, ExclusiveExcludesSharedAndLockAll)
 {
