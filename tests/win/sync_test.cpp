@@ -706,6 +706,51 @@ TEST(RequestTest, RputRgetAndTheWaitFamily)
  * Rank 1 dies holding the exclusive lock on rank 0. The survivors' lock
  * calls fail with RMA_ERR_PROC_FAILED within seconds instead of hanging.
  */
+/*
+ * An 8-byte window (errors returned) whose rank 1 takes a lock of @lockType
+ * on rank 0 and dies holding it (SIGKILL); the other ranks return once
+ * rank 1 has the lock (flags.at(0) == 1).
+ */
+void rankOneDiesLocking(int lockType, SharedWords &flags, rma_win &win)
+{
+	void *base;
+	ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+	rma_barrier(RMA_COMM_WORLD);
+	if (worldRank() == 1) {
+		ASSERT_EQ(rma_win_lock(lockType, 0, 0, win), RMA_SUCCESS);
+		flags.at(0).store(1);
+		raise(SIGKILL);
+	}
+	ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+}
+
+/* @lock() fails with RMA_ERR_PROC_FAILED naming rank 1, within 10 s. */
+template<typename Lock>
+void expectFailsNamingRankOne(Lock &&lock)
+{
+	auto t0 = std::chrono::steady_clock::now();
+	int rc = lock();
+	double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
+	EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
+	EXPECT_LT(waited, 10.0);
+}
+
+/*
+ * A survivor's end: "ok" in okFile + rank if it saw no failure, then exit
+ * once all @survivors have counted themselves in @done (the window cannot
+ * be freed collectively any more).
+ */
+[[noreturn]] void reportAndLeave(const std::string &okFile, std::atomic_ref<int64_t> done, int survivors)
+{
+	if (!::testing::Test::HasFailure())
+		std::ofstream(okFile + std::to_string(worldRank())) << "ok";
+	done.fetch_add(1);
+	eventually([&] { return done.load() == survivors; });
+	_exit(0);
+}
+
 TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 {
 	ScratchDir dir;
@@ -719,29 +764,13 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			SharedWords flags;
 			rma_win win;
-			void *base;
-			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
-			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
-			rma_barrier(RMA_COMM_WORLD);
+			ASSERT_NO_FATAL_FAILURE(rankOneDiesLocking(RMA_LOCK_EXCLUSIVE, flags, win));
 			const int rank = worldRank();
-			if (rank == 1) {
-				ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win), RMA_SUCCESS);
-				flags.at(0).store(1);
-				raise(SIGKILL);
-			}
-			ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
-			auto t0 = std::chrono::steady_clock::now();
-			int rc = rank == 0 ? rma_win_lock(RMA_LOCK_SHARED, 0, 0, win) : rma_win_lock_all(0, win);
-			double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-			EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
-			EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
-			EXPECT_LT(waited, 10.0);
-			if (!::testing::Test::HasFailure())
-				std::ofstream(okFile + std::to_string(rank)) << "ok";
+			expectFailsNamingRankOne([&] {
+				return rank == 0 ? rma_win_lock(RMA_LOCK_SHARED, 0, 0, win) : rma_win_lock_all(0, win);
+			});
 			/* Leave only once both survivors saw the failure, so neither blames the other. */
-			flags.at(1).fetch_add(1);
-			eventually([&] { return flags.at(1).load() == 2; });
-			_exit(0); /* the window cannot be freed collectively any more */
+			reportAndLeave(okFile, flags.at(1), 2);
 		},
 		opts);
 	EXPECT_EQ(status, 128 + SIGKILL);
@@ -769,17 +798,8 @@ TEST(FaultTest, ADeadRankFailsOnlyTheLockWaitsItBlocks)
 			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			SharedWords flags; /* 0: rank 1 locked; 1: rank 2 holds; 2: rank 0 about to wait; 3: done */
 			rma_win win;
-			void *base;
-			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
-			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
-			rma_barrier(RMA_COMM_WORLD);
+			ASSERT_NO_FATAL_FAILURE(rankOneDiesLocking(RMA_LOCK_SHARED, flags, win));
 			const int rank = worldRank();
-			if (rank == 1) {
-				ASSERT_EQ(rma_win_lock(RMA_LOCK_SHARED, 0, 0, win), RMA_SUCCESS);
-				flags.at(0).store(1);
-				raise(SIGKILL);
-			}
-			ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
 			/* Until this rank sees the death: a lock on rank 1 fails then. */
 			ASSERT_TRUE(eventually([&] {
 				int rc = rma_win_lock(RMA_LOCK_SHARED, 1, 0, win);
@@ -802,19 +822,9 @@ TEST(FaultTest, ADeadRankFailsOnlyTheLockWaitsItBlocks)
 					EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
 				}
 			} else {
-				auto t0 = std::chrono::steady_clock::now();
-				int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
-				double waited =
-					std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-				EXPECT_EQ(errorClassOf(rc), RMA_ERR_PROC_FAILED) << errorText(rc);
-				EXPECT_NE(errorText(rc).find("rank 1"), std::string::npos) << errorText(rc);
-				EXPECT_LT(waited, 10.0);
+				expectFailsNamingRankOne([&] { return rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win); });
 			}
-			if (!::testing::Test::HasFailure())
-				std::ofstream(okFile + std::to_string(rank)) << "ok";
-			flags.at(3).fetch_add(1);
-			eventually([&] { return flags.at(3).load() == 3; });
-			_exit(0); /* the window cannot be freed collectively any more */
+			reportAndLeave(okFile, flags.at(3), 3);
 		},
 		opts);
 	EXPECT_EQ(status, 128 + SIGKILL);
