@@ -23,18 +23,18 @@
  *   waiters of target t (same line): exclusive lockers waiting for t
  *   GlobalLocks.word:               [63..32] exclusive lockers waiting
  *                                   [31..0]  lock_all holders
- *   shared:    CAS +1 while holder and waiters are 0 (writer preference: a
- *              stream of shared lockers cannot starve an exclusive one;
- *              after kPatience polls, while the holder is 0); release:
+ *   shared:    CAS +1 while holder and waiters are 0; phase-fair writer
+ *              preference (GrantWatch): once an exclusive locker that was
+ *              waiting has been granted, while the holder is 0. Release:
  *              fetch_sub 1.
  *   exclusive: (no waiters: else the slow path at once) CAS the word
- *              0 -> holder, then load GlobalLocks: no lock_all
+ *              0 -> holder (then grants += 1), then load GlobalLocks: no lock_all
  *              holder, done (one locked instruction); else store 0 back
  *              and take the slow path (waiters += 1, GlobalLocks waiting
  *              += 1, retry the same until it holds). Release: store 0 (no
  *              one else writes a held word).
  *   lock_all:  CAS GlobalLocks lock_all += 1 while no exclusive locker
- *              waits (or after kPatience polls), then scan every
+ *              waits (phase-fair as shared lockers), then scan every
  *              target's word: an exclusive holder makes it step back
  *              (-= 1), wait for that word, and retry (keeping the count
  *              would deadlock with a holder locking a second target).
@@ -106,6 +106,13 @@ struct alignas(kFalseSharingPad) RankSlot {
 	alignas(kFalseSharingPad) std::atomic<uint64_t> lock;
 	/* Exclusive lockers waiting for this target (shared lockers read it with the word: same line). */
 	std::atomic<uint64_t> waiters;
+	/*
+	 * Exclusive grants of this target so far, bumped by each exclusive
+	 * holder right after it took the word (relaxed load and store: only
+	 * the holder writes it, and holders are ordered by the word). Callers
+	 * that give way to waiting exclusive lockers watch it (GrantWatch).
+	 */
+	std::atomic<uint32_t> grants;
 };
 static_assert(sizeof(RankSlot) == 2 * kFalseSharingPad);
 static_assert(offsetof(RankSlot, lock) == kFalseSharingPad);
@@ -125,13 +132,46 @@ inline constexpr uint64_t kLockAll = 1;
 inline constexpr uint64_t kLockAllMask = 0xffffffffull;
 inline constexpr uint64_t kExclusive = 1ull << 32;
 /*
- * Polls (a host server's retries) for which shared and lock_all callers
- * give way to waiting exclusive lockers (writer preference) before only a
- * holder keeps them out: neither kind can starve the other. About 10 us of
- * spinning, or a few time slices when ranks outnumber cores.
+ * Polls (a host server's retries) after which a caller that gives way to
+ * waiting exclusive lockers stops giving way even though no grant came:
+ * only an escape from a waiter count that can never drop (GrantWatch).
  */
-inline constexpr unsigned kPatience = 1024;
+inline constexpr unsigned kPatience = 1u << 16;
 } /* namespace lockword */
+
+/*
+ * Phase-fair writer preference. A shared locker (or lock_all caller) that
+ * finds exclusive lockers waiting gives way to them until one of them has
+ * been granted: until the grants it watches (the target's, or the sum over
+ * the host's targets for lock_all) differ from what they were when it
+ * started giving way. From then on only a holder keeps it out. So a stream
+ * of shared lockers cannot starve an exclusive one (they give way), and a
+ * stream of exclusive lockers cannot starve a shared one (it waits for one
+ * grant, not for the stream to end). One per waiting call; not shared.
+ */
+struct GrantWatch {
+	uint64_t seen = 0;
+	unsigned polls = 0;
+	bool watching = false;
+	bool earned = false;
+
+	/* Whether waiting exclusive lockers still keep this caller out, the grants being @grantsNow. */
+	bool yieldTo(uint64_t grantsNow)
+	{
+		if (earned)
+			return false;
+		if (!watching) {
+			watching = true;
+			seen = grantsNow;
+			return true;
+		}
+		if (grantsNow != seen || ++polls > lockword::kPatience) {
+			earned = true;
+			return false;
+		}
+		return true;
+	}
+};
 
 namespace lockactivity {
 inline constexpr uint32_t kShared = 1;

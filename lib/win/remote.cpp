@@ -682,23 +682,25 @@ void forEachRun(const net::ParsedFrame &f, Fn &&fn)
 bool RemoteWindow::tryLock(int target, int origin, bool exclusive)
 {
 	std::atomic<uint64_t> &word = win_.slots_[target].lock;
+	std::atomic<uint32_t> &grants = win_.slots_[target].grants;
 	if (!exclusive) {
-		uint32_t &polls = held_[static_cast<std::size_t>(origin)].polls;
+		GrantWatch &watch = held_[static_cast<std::size_t>(origin)].watch;
 		uint64_t v = word.load(std::memory_order_relaxed);
 		/*
 		 * As Window::acquireLock(): no new shared holder while an
-		 * exclusive locker waits, for lockword::kPatience tries. Acquire
-		 * on success.
+		 * exclusive locker waits, until one has been granted (one try
+		 * per pass). Acquire on success.
 		 */
-		while ((v & lockword::kHolderMask) == 0 &&
-		       (win_.slots_[target].waiters.load(std::memory_order_relaxed) == 0 || polls >= lockword::kPatience)) {
+		while ((v & lockword::kHolderMask) == 0) {
+			if (win_.slots_[target].waiters.load(std::memory_order_relaxed) != 0 &&
+			    watch.yieldTo(grants.load(std::memory_order_relaxed)))
+				return false;
 			if (word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
 						       std::memory_order_relaxed)) {
-				polls = 0;
+				watch = GrantWatch();
 				return true;
 			}
 		}
-		++polls;
 		return false;
 	}
 	/* The remote origin is the holder: its window rank + 1 (no process of this host has it). */
@@ -707,8 +709,11 @@ bool RemoteWindow::tryLock(int target, int origin, bool exclusive)
 	/* seq_cst: the Dekker pair with lock_all, as in Window::acquireLock(). */
 	if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
 		return false;
-	if ((win_.globalLocks_->word.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0)
+	if ((win_.globalLocks_->word.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) {
+		/* Relaxed: only the holder writes it (RankSlot::grants). */
+		grants.store(grants.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 		return true;
+	}
 	word.store(0, std::memory_order_release);
 	return false;
 }
@@ -787,7 +792,7 @@ void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 		 */
 		win_.globalLocks_->word.fetch_sub(held.lockAll * lockword::kLockAll, std::memory_order_release);
 	held.lockAll = 0;
-	held.polls = 0;
+	held.watch = GrantWatch();
 }
 
 void RemoteWindow::noteExclusiveWait(int origin, int target, bool waiting)
@@ -815,11 +820,12 @@ bool RemoteWindow::tryLockAll(HeldLocks &held)
 	std::atomic<uint64_t> &global = win_.globalLocks_->word;
 	uint64_t v = global.load(std::memory_order_relaxed);
 	/*
-	 * As Window::takeLockAll(): exclusive lockers waiting have preference
-	 * for lockword::kPatience tries; seq_cst for the Dekker pair.
+	 * As Window::takeLockAll(): exclusive lockers waiting have preference,
+	 * phase-fair; seq_cst for the Dekker pair.
 	 */
-	if (((v & ~lockword::kLockAllMask) != 0 && ++held.polls <= lockword::kPatience) ||
-	    !global.compare_exchange_strong(v, v + lockword::kLockAll, std::memory_order_seq_cst, std::memory_order_relaxed))
+	if ((v & ~lockword::kLockAllMask) != 0 && held.watch.yieldTo(win_.grantsOnThisHost()))
+		return false;
+	if (!global.compare_exchange_strong(v, v + lockword::kLockAll, std::memory_order_seq_cst, std::memory_order_relaxed))
 		return false;
 	for (int t = 0; t < win_.size(); ++t) {
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
@@ -830,7 +836,7 @@ bool RemoteWindow::tryLockAll(HeldLocks &held)
 			return false;
 		}
 	}
-	held.polls = 0;
+	held.watch = GrantWatch();
 	return true;
 }
 
@@ -863,6 +869,11 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		}
 		if (look && win_.peerDead(t)) [[unlikely]] {
 			runtime().bootstrap->markDead(static_cast<int>(f.header.target));
+			if (kind == FrameKind::Lock && origin >= 0) {
+				/* A parked LOCK refused: it waits no more. */
+				noteExclusiveWait(origin, t, false);
+				held_[static_cast<std::size_t>(origin)].watch = GrantWatch();
+			}
 			reply.nack(RMA_ERR_PROC_FAILED, static_cast<uint64_t>(f.header.target));
 			return true;
 		}

@@ -53,6 +53,7 @@
 #include "common/result.h"
 #include "datatype/datatype.h"
 #include "op/op.h"
+#include "win/control.h"
 
 #include "config.h"
 
@@ -235,8 +236,8 @@ private:
 		 * is in order: nothing after a parked LOCK runs).
 		 */
 		std::vector<int32_t> waitingExclusive;
-		/* Tries of its parked shared LOCK or LOCK_ALL so far (writer preference lasts lockword::kPatience). */
-		uint32_t polls = 0;
+		/* Its parked shared LOCK or LOCK_ALL giving way to exclusive lockers (phase-fair); reset at each grant. */
+		GrantWatch watch;
 	};
 	std::vector<HeldLocks> held_; /* by origin window rank */
 	/* Count @origin as an exclusive locker waiting for @target (@waiting), or no longer; idempotent. */

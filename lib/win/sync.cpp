@@ -107,6 +107,14 @@ int Window::checkAlive(const char *call, const char *what, int peer)
 			 call, peer, static_cast<int>(targets_[peer].pid), name.c_str(), what);
 }
 
+uint64_t Window::grantsOnThisHost() const
+{
+	uint64_t sum = 0;
+	for (int t = 0; t < size(); ++t)
+		sum += slots_[t].grants.load(std::memory_order_relaxed);
+	return sum;
+}
+
 int Window::deadLockBlocker(const char *call, const char *what, int blockers) const
 {
 	for (int p = 0; p < size(); ++p) {
@@ -182,27 +190,29 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 	std::atomic<uint64_t> &waiters = slots_[target].waiters;
 	noteLockActivity(exclusive, +1);
 	if (!exclusive) {
-		unsigned polls = 0;
-		int rc = waitUntil(call, "a shared lock", kBlockedByExclusive, [&word, &waiters, &polls] {
+		std::atomic<uint32_t> &grants = slots_[target].grants;
+		GrantWatch watch;
+		int rc = waitUntil(call, "a shared lock", kBlockedByExclusive, [&word, &waiters, &grants, &watch] {
 			uint64_t v = word.load(std::memory_order_relaxed);
 			/*
-			 * Writer preference: no new shared holder while an
-			 * exclusive locker waits (relaxed: a hint; exclusion
-			 * itself is the CAS), for lockword::kPatience polls: then
-			 * only a holder keeps us out, so that a stream of
-			 * exclusive lockers cannot starve us either. Acquire
-			 * on success: pairs with the release store in
-			 * releaseLock() of the last exclusive holder. A CAS
-			 * lost to another shared locker is retried here: only
-			 * an exclusive locker makes this a wait (whose death
-			 * checks would blame an unrelated dead rank otherwise).
+			 * Writer preference, phase-fair (GrantWatch): no new
+			 * shared holder while an exclusive locker waits, until
+			 * one has been granted (relaxed: hints; exclusion itself
+			 * is the CAS). Acquire on success: pairs with the
+			 * release store in releaseLock() of the last exclusive
+			 * holder. A CAS lost to another shared locker is retried
+			 * here: only an exclusive locker makes this a wait
+			 * (whose death checks would blame an unrelated dead rank
+			 * otherwise).
 			 */
-			const bool patient = ++polls <= lockword::kPatience;
-			while ((v & lockword::kHolderMask) == 0 &&
-			       (!patient || waiters.load(std::memory_order_relaxed) == 0))
+			while ((v & lockword::kHolderMask) == 0) {
+				if (waiters.load(std::memory_order_relaxed) != 0 &&
+				    watch.yieldTo(grants.load(std::memory_order_relaxed)))
+					return false;
 				if (word.compare_exchange_weak(v, v + lockword::kShared, std::memory_order_acquire,
 							       std::memory_order_relaxed))
 					return true;
+			}
 			return false;
 		});
 		if (rc != RMA_SUCCESS)
@@ -220,12 +230,16 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 	 * The CAS also acquires the last holder's release; the load of the
 	 * global word acquires the release of the last unlock_all.
 	 */
-	auto tryTake = [&word, &global, holder]() {
+	std::atomic<uint32_t> &grants = slots_[target].grants;
+	auto tryTake = [&word, &global, &grants, holder]() {
 		uint64_t v = 0;
 		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
 			return false;
-		if ((global.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0)
+		if ((global.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) {
+			/* Relaxed: only the holder writes it (RankSlot::grants). */
+			grants.store(grants.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 			return true;
+		}
 		/* A lock_all epoch is open: give the word back (nothing was published under it). */
 		word.store(0, std::memory_order_release);
 		return false;
@@ -412,18 +426,19 @@ int Window::takeLockAll(const char *kCall)
 {
 	{
 		std::atomic<uint64_t> &global = globalLocks_->word;
-		unsigned polls = 0;
+		GrantWatch watch;
 		for (;;) {
-			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [&global, &polls] {
+			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [this, &global, &watch] {
 				uint64_t v = global.load(std::memory_order_relaxed);
 				/*
-				 * No exclusive locker waiting (they have preference,
-				 * for lockword::kPatience polls: a stream of them
-				 * must not starve us). seq_cst: the Dekker half of
-				 * acquireLock()'s pair; also acquires past unlock_alls.
+				 * No exclusive locker waiting: they have preference,
+				 * phase-fair (GrantWatch over every target's grants).
+				 * seq_cst: the Dekker half of acquireLock()'s pair;
+				 * also acquires past unlock_alls.
 				 */
-				return ((v & ~lockword::kLockAllMask) == 0 || ++polls > lockword::kPatience) &&
-				       global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+				if ((v & ~lockword::kLockAllMask) != 0 && watch.yieldTo(grantsOnThisHost()))
+					return false;
+				return global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
 								    std::memory_order_relaxed);
 			}));
 			/*

@@ -506,9 +506,9 @@ private:
 	/*
 	 * Wait until @ready() holds, watching @peer (or, if -1, every member) for
 	 * death; @watch() (an error code) is asked at the same rate, for what
-	 * else the wait depends on. @peer may also be kBlockedByShared or
+	 * else the wait depends on. @peer may also be kBlockedByExclusive or
 	 * kBlockedByAny: a lock wait, which fails only for a dead rank whose
-	 * lock activity can block it (deadLockBlocker()).
+	 * lock activity can block it (deadLockBlocker(), at the same rate).
 	 */
 	static constexpr int kBlockedByExclusive = -2; /* blocked only by exclusive lockers (shared lock, lock_all) */
 	static constexpr int kBlockedByAny = -3;       /* blocked by any lock holder (exclusive lock) */
@@ -562,6 +562,8 @@ private:
 	int acquireLock(const char *call, int target, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	int takeLockAll(const char *call);
+	/* The sum of every target's exclusive grants (RankSlot::grants): what lock_all's GrantWatch watches. */
+	[[gnu::cold]] uint64_t grantsOnThisHost() const;
 	/* Give back this host's part of a lock_all (not RMA_MODE_NOCHECK). */
 	void releaseGlobalLockAll()
 	{
@@ -811,7 +813,8 @@ inline int Window::waitUntil(const char *call, const char *what, int peer, Ready
 				RMA_TRY(deadTarget(call, peer));
 			} else if (peer == -1) {
 				RMA_TRY(deadAmong(call, nullptr));
-			} else {
+			} else if ((wait.count() & 0x3ff) == 0) {
+				/* A lock wait goes on past harmless deaths: look now and then, not every poll. */
 				RMA_TRY(deadLockBlocker(call, what, peer));
 			}
 		}

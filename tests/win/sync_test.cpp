@@ -20,6 +20,7 @@
 
 #include <rma/rma.h>
 
+#include "win/control.h"
 #include "win/window_test_util.h"
 
 using namespace rmatest;
@@ -192,6 +193,25 @@ TEST(PscwTest, EmptyGroupsAndTest)
 			  ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
 			  ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
 		  }));
+}
+
+/* Phase-fair writer preference: give way until one exclusive grant, then never again; escape a count stuck for good. */
+TEST(GrantWatchTest, GivesWayUntilOneExclusiveGrantComes)
+{
+	librma::GrantWatch w;
+	EXPECT_TRUE(w.yieldTo(5)); /* starts watching */
+	EXPECT_TRUE(w.yieldTo(5)); /* no grant yet */
+	EXPECT_FALSE(w.yieldTo(6)); /* one came */
+	EXPECT_FALSE(w.yieldTo(6));
+	EXPECT_FALSE(w.yieldTo(7));
+
+	librma::GrantWatch stuck;
+	ASSERT_TRUE(stuck.yieldTo(1));
+	unsigned polls = 0;
+	while (stuck.yieldTo(1) && polls <= librma::lockword::kPatience)
+		++polls;
+	EXPECT_EQ(polls, librma::lockword::kPatience);
+	EXPECT_FALSE(stuck.yieldTo(1));
 }
 
 /* N ranks x M read-modify-writes of one counter under an exclusive lock: nothing is lost. */
