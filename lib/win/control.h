@@ -139,6 +139,13 @@ inline constexpr uint64_t kExclusive = 1ull << 32;
 inline constexpr unsigned kPatience = 1u << 16;
 } /* namespace lockword */
 
+/* An exclusive holder counts its grant, right after it took the word. */
+inline void noteExclusiveGrant(std::atomic<uint32_t> &grants)
+{
+	/* Relaxed, not a locked RMW: only the holder writes it, and holders are ordered by the word. */
+	grants.store(grants.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 /*
  * Phase-fair writer preference. A shared locker (or lock_all caller) that
  * finds exclusive lockers waiting gives way to them until one of them has

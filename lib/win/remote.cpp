@@ -710,8 +710,7 @@ bool RemoteWindow::tryLock(int target, int origin, bool exclusive)
 	if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
 		return false;
 	if ((win_.globalLocks_->word.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) {
-		/* Relaxed: only the holder writes it (RankSlot::grants). */
-		grants.store(grants.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+		noteExclusiveGrant(grants);
 		return true;
 	}
 	word.store(0, std::memory_order_release);

@@ -183,7 +183,6 @@ int Window::checkCanOpen(const char *call, bool conflict) const
 
 /* ---- Passive target ------------------------------------------------------- */
 
-
 int Window::acquireLock(const char *call, int target, bool exclusive)
 {
 	std::atomic<uint64_t> &word = slots_[target].lock;
@@ -236,8 +235,7 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
 			return false;
 		if ((global.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) {
-			/* Relaxed: only the holder writes it (RankSlot::grants). */
-			grants.store(grants.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+			noteExclusiveGrant(grants);
 			return true;
 		}
 		/* A lock_all epoch is open: give the word back (nothing was published under it). */
@@ -424,58 +422,56 @@ int Window::lockAll(int assert)
 /* lock_all's protocol (control.h): this host's global word, then every other host's. */
 int Window::takeLockAll(const char *kCall)
 {
-	{
-		std::atomic<uint64_t> &global = globalLocks_->word;
-		GrantWatch watch;
-		for (;;) {
-			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [this, &global, &watch] {
-				uint64_t v = global.load(std::memory_order_relaxed);
-				/*
-				 * No exclusive locker waiting: they have preference,
-				 * phase-fair (GrantWatch over every target's grants).
-				 * seq_cst: the Dekker half of acquireLock()'s pair;
-				 * also acquires past unlock_alls.
-				 */
-				if ((v & ~lockword::kLockAllMask) != 0 && watch.yieldTo(grantsOnThisHost()))
-					return false;
-				return global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
-								    std::memory_order_relaxed);
-			}));
+	std::atomic<uint64_t> &global = globalLocks_->word;
+	GrantWatch watch;
+	for (;;) {
+		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [this, &global, &watch] {
+			uint64_t v = global.load(std::memory_order_relaxed);
 			/*
-			 * Counted: from now on no exclusive locker keeps a word.
-			 * One that took a word before we counted is seen here
-			 * (seq_cst loads; acquire pairs with its release store
-			 * when it has let go).
+			 * No exclusive locker waiting: they have preference,
+			 * phase-fair (GrantWatch over every target's grants).
+			 * seq_cst: the Dekker half of acquireLock()'s pair;
+			 * also acquires past unlock_alls.
 			 */
-			int busy = -1;
-			for (int t = 0; t < size() && busy < 0; ++t)
-				if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
-					busy = t;
-			if (busy < 0)
-				break;
-			/*
-			 * Give way to it and wait until it unlocks (or dies). Not
-			 * keeping the count: its holder may be about to lock
-			 * another target (MPI lets a process hold several), which
-			 * our count would refuse: a deadlock.
-			 */
-			global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
-			std::atomic<uint64_t> &word = slots_[busy].lock;
-			RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
-				return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
-			}));
-		}
-#ifdef RMA_HAVE_NET
-		/* Then every other host's part: its server takes its host's global word for us. */
-		if (remote_) {
-			if (int rc = remote_->lockAll(kCall); rc != RMA_SUCCESS) {
-				remote_->unlockAll(kCall);
-				global.fetch_sub(lockword::kLockAll, std::memory_order_release);
-				return rc;
-			}
-		}
-#endif
+			if ((v & ~lockword::kLockAllMask) != 0 && watch.yieldTo(grantsOnThisHost()))
+				return false;
+			return global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+							    std::memory_order_relaxed);
+		}));
+		/*
+		 * Counted: from now on no exclusive locker keeps a word.
+		 * One that took a word before we counted is seen here
+		 * (seq_cst loads; acquire pairs with its release store
+		 * when it has let go).
+		 */
+		int busy = -1;
+		for (int t = 0; t < size() && busy < 0; ++t)
+			if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
+				busy = t;
+		if (busy < 0)
+			break;
+		/*
+		 * Give way to it and wait until it unlocks (or dies). Not
+		 * keeping the count: its holder may be about to lock
+		 * another target (MPI lets a process hold several), which
+		 * our count would refuse: a deadlock.
+		 */
+		global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+		std::atomic<uint64_t> &word = slots_[busy].lock;
+		RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
+			return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
+		}));
 	}
+#ifdef RMA_HAVE_NET
+	/* Then every other host's part: its server takes its host's global word for us. */
+	if (remote_) {
+		if (int rc = remote_->lockAll(kCall); rc != RMA_SUCCESS) {
+			remote_->unlockAll(kCall);
+			global.fetch_sub(lockword::kLockAll, std::memory_order_release);
+			return rc;
+		}
+	}
+#endif
 	return RMA_SUCCESS;
 }
 

@@ -813,10 +813,8 @@ inline int Window::waitUntil(const char *call, const char *what, int peer, Ready
 				RMA_TRY(deadTarget(call, peer));
 			} else if (peer == -1) {
 				RMA_TRY(deadAmong(call, nullptr));
-			} else if ((wait.count() & 0x3ff) == 0) {
-				/* A lock wait goes on past harmless deaths: look now and then, not every poll. */
-				RMA_TRY(deadLockBlocker(call, what, peer));
 			}
+			/* A lock wait goes on past harmless deaths: it looks below, now and then. */
 		}
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0x3ff) != 0)
 			continue;
