@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -726,25 +727,6 @@ TEST(RequestTest, RputRgetAndTheWaitFamily)
  * Rank 1 dies holding the exclusive lock on rank 0. The survivors' lock
  * calls fail with RMA_ERR_PROC_FAILED within seconds instead of hanging.
  */
-/*
- * An 8-byte window (errors returned) whose rank 1 takes a lock of @lockType
- * on rank 0 and dies holding it (SIGKILL); the other ranks return once
- * rank 1 has the lock (flags.at(0) == 1).
- */
-void rankOneDiesLocking(int lockType, SharedWords &flags, rma_win &win)
-{
-	void *base;
-	ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
-	rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
-	rma_barrier(RMA_COMM_WORLD);
-	if (worldRank() == 1) {
-		ASSERT_EQ(rma_win_lock(lockType, 0, 0, win), RMA_SUCCESS);
-		flags.at(0).store(1);
-		raise(SIGKILL);
-	}
-	ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
-}
-
 /* @lock() fails with RMA_ERR_PROC_FAILED naming rank 1, within 10 s. */
 template<typename Lock>
 void expectFailsNamingRankOne(Lock &&lock)
@@ -757,21 +739,18 @@ void expectFailsNamingRankOne(Lock &&lock)
 	EXPECT_LT(waited, 10.0);
 }
 
-/*
- * A survivor's end: "ok" in okFile + rank if it saw no failure, then exit
- * once all @survivors have counted themselves in @done (the window cannot
- * be freed collectively any more).
- */
-[[noreturn]] void reportAndLeave(const std::string &okFile, std::atomic_ref<int64_t> done, int survivors)
-{
-	if (!::testing::Test::HasFailure())
-		std::ofstream(okFile + std::to_string(worldRank())) << "ok";
-	done.fetch_add(1);
-	eventually([&] { return done.load() == survivors; });
-	_exit(0);
-}
+/* The SharedWords word in which the survivors of runWhileRankOneDiesLocking() count themselves. */
+constexpr int kSurvivorsDone = 63;
 
-TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
+/*
+ * An @n-rank job on an 8-byte window (errors returned) whose rank 1 takes a
+ * @lockType lock on rank 0 and dies holding it (SIGKILL). Every other rank
+ * runs @survivor(flags, win) once rank 1 holds the lock (flags.at(0) is 1),
+ * then leaves when all survivors are done (the window cannot be freed
+ * collectively any more). EXPECTs rank 1's death and each survivor's
+ * passing.
+ */
+void runWhileRankOneDiesLocking(int n, int lockType, std::function<void(SharedWords &, rma_win)> survivor)
 {
 	ScratchDir dir;
 	std::string okFile = dir.file("ok");
@@ -779,23 +758,45 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
 	opts.keepGoing = true;
 	opts.timeoutSeconds = 60;
 	int status = runRanks(
-		3,
-		[okFile](int) {
+		n,
+		[n, lockType, okFile, survivor](int) {
 			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
 			SharedWords flags;
 			rma_win win;
-			ASSERT_NO_FATAL_FAILURE(rankOneDiesLocking(RMA_LOCK_EXCLUSIVE, flags, win));
-			const int rank = worldRank();
-			expectFailsNamingRankOne([&] {
-				return rank == 0 ? rma_win_lock(RMA_LOCK_SHARED, 0, 0, win) : rma_win_lock_all(0, win);
-			});
-			/* Leave only once both survivors saw the failure, so neither blames the other. */
-			reportAndLeave(okFile, flags.at(1), 2);
+			void *base;
+			ASSERT_EQ(rma_win_allocate(8, 1, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win), RMA_SUCCESS);
+			rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+			rma_barrier(RMA_COMM_WORLD);
+			if (worldRank() == 1) {
+				ASSERT_EQ(rma_win_lock(lockType, 0, 0, win), RMA_SUCCESS);
+				flags.at(0).store(1);
+				raise(SIGKILL);
+			}
+			ASSERT_TRUE(eventually([&] { return flags.at(0).load() == 1; }));
+			survivor(flags, win);
+			if (!::testing::Test::HasFailure())
+				std::ofstream(okFile + std::to_string(worldRank())) << "ok";
+			/* Leave only once every survivor is done, so none blames another's exit. */
+			flags.at(kSurvivorsDone).fetch_add(1);
+			eventually([&] { return flags.at(kSurvivorsDone).load() == n - 1; });
+			_exit(0);
 		},
 		opts);
 	EXPECT_EQ(status, 128 + SIGKILL);
-	EXPECT_EQ(librma::test::readFile(okFile + "0"), "ok") << "rank 0 did not see the failure";
-	EXPECT_EQ(librma::test::readFile(okFile + "2"), "ok") << "rank 2 did not see the failure";
+	for (int rank = 0; rank < n; ++rank) {
+		if (rank != 1) {
+			EXPECT_EQ(librma::test::readFile(okFile + std::to_string(rank)), "ok") << "rank " << rank;
+		}
+	}
+}
+
+TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
+{
+	runWhileRankOneDiesLocking(3, RMA_LOCK_EXCLUSIVE, [](SharedWords &, rma_win win) {
+		expectFailsNamingRankOne([&] {
+			return worldRank() == 0 ? rma_win_lock(RMA_LOCK_SHARED, 0, 0, win) : rma_win_lock_all(0, win);
+		});
+	});
 }
 
 /*
@@ -807,49 +808,34 @@ TEST(FaultTest, DeadLockHolderGivesProcFailedToWaiters)
  */
 TEST(FaultTest, ADeadRankFailsOnlyTheLockWaitsItBlocks)
 {
-	ScratchDir dir;
-	std::string okFile = dir.file("ok");
-	RanksOptions opts;
-	opts.keepGoing = true;
-	opts.timeoutSeconds = 60;
-	int status = runRanks(
-		4,
-		[okFile](int) {
-			ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
-			SharedWords flags; /* 0: rank 1 locked; 1: rank 2 holds; 2: rank 0 about to wait; 3: done */
-			rma_win win;
-			ASSERT_NO_FATAL_FAILURE(rankOneDiesLocking(RMA_LOCK_SHARED, flags, win));
-			const int rank = worldRank();
-			/* Until this rank sees the death: a lock on rank 1 fails then. */
-			ASSERT_TRUE(eventually([&] {
-				int rc = rma_win_lock(RMA_LOCK_SHARED, 1, 0, win);
-				if (rc == RMA_SUCCESS)
-					rma_win_unlock(1, win);
-				return errorClassOf(rc) == RMA_ERR_PROC_FAILED;
-			}));
-			if (rank == 2) {
-				ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 3, 0, win), RMA_SUCCESS);
-				flags.at(1).store(1);
-				ASSERT_TRUE(eventually([&] { return flags.at(2).load() == 1; }));
-				std::this_thread::sleep_for(std::chrono::milliseconds(100)); /* rank 0 waits meanwhile */
+	/* flags: 1: rank 2 holds target 3 exclusively; 2: rank 0 is about to wait for it. */
+	runWhileRankOneDiesLocking(4, RMA_LOCK_SHARED, [](SharedWords &flags, rma_win win) {
+		/* Until this rank sees the death: a lock on rank 1 fails then. */
+		ASSERT_TRUE(eventually([&] {
+			int rc = rma_win_lock(RMA_LOCK_SHARED, 1, 0, win);
+			if (rc == RMA_SUCCESS)
+				rma_win_unlock(1, win);
+			return errorClassOf(rc) == RMA_ERR_PROC_FAILED;
+		}));
+		const int rank = worldRank();
+		if (rank == 2) {
+			ASSERT_EQ(rma_win_lock(RMA_LOCK_EXCLUSIVE, 3, 0, win), RMA_SUCCESS);
+			flags.at(1).store(1);
+			ASSERT_TRUE(eventually([&] { return flags.at(2).load() == 1; }));
+			std::this_thread::sleep_for(std::chrono::milliseconds(100)); /* rank 0 waits meanwhile */
+			EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
+		} else if (rank == 0) {
+			ASSERT_TRUE(eventually([&] { return flags.at(1).load() == 1; }));
+			flags.at(2).store(1);
+			int rc = rma_win_lock(RMA_LOCK_SHARED, 3, 0, win);
+			EXPECT_EQ(rc, RMA_SUCCESS) << errorText(rc);
+			if (rc == RMA_SUCCESS) {
 				EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
-			} else if (rank == 0) {
-				ASSERT_TRUE(eventually([&] { return flags.at(1).load() == 1; }));
-				flags.at(2).store(1);
-				int rc = rma_win_lock(RMA_LOCK_SHARED, 3, 0, win);
-				EXPECT_EQ(rc, RMA_SUCCESS) << errorText(rc);
-				if (rc == RMA_SUCCESS) {
-					EXPECT_EQ(rma_win_unlock(3, win), RMA_SUCCESS);
-				}
-			} else {
-				expectFailsNamingRankOne([&] { return rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win); });
 			}
-			reportAndLeave(okFile, flags.at(3), 3);
-		},
-		opts);
-	EXPECT_EQ(status, 128 + SIGKILL);
-	for (int rank : { 0, 2, 3 })
-		EXPECT_EQ(librma::test::readFile(okFile + std::to_string(rank)), "ok") << "rank " << rank;
+		} else {
+			expectFailsNamingRankOne([&] { return rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win); });
+		}
+	});
 }
 
 } /* namespace */
