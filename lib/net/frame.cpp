@@ -413,9 +413,10 @@ ParseResult parseBody(const ParseContext &ctx, const uint8_t *body, ParsedFrame 
 	case FrameKind::LockAll:
 		if (!fixedBody(h, 8, res))
 			return res;
-		if (le::load<uint32_t>(body + 4) != 0)
+		if ((le::load<uint32_t>(body + 4) & ~kLockAllTry) != 0)
 			return fail(Reason::ReservedNotZero);
 		out.word0 = le::load<uint32_t>(body);
+		out.word1 = le::load<uint32_t>(body + 4);
 		break;
 	case FrameKind::Post:
 		if (!rankList(h, body, out, res))

@@ -31,7 +31,7 @@
  *   GET_REPLY, ACC_REPLY  data (any length, kLastChunk on the last piece)
  *   NACK       errorClass u32 | reserved u32 (0) | detail u64           16
  *   LOCK       lockType u32 (RMA_LOCK_SHARED|EXCLUSIVE) | assert u32    8
- *   LOCK_ALL   assert u32 | reserved u32 (0)                            8
+ *   LOCK_ALL   assert u32 | flags u32 (kLockAllTry or 0)                8
  *   POST       n u32 | reserved u32 (0) | origins[n]          8 + 4n, n>=1
  *   COMPLETE, FENCE  value u64 (ops completed / fence epoch)            8
  *   ATTACH_TABLE  sequence u64 | n u32 | reserved u32 (0) | n × {base u64, size u64}
@@ -73,7 +73,16 @@ inline constexpr std::size_t kBulkChunkBytes = 16;
 inline constexpr uint32_t kMaxBody = 65536;
 inline constexpr uint32_t kMaxBulkBody = (1u << 20) + 64;
 /* Wire protocol version (HELLO). */
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
+
+/*
+ * LOCK_ALL flags. kLockAllTry: answer at once, ACK if granted, else
+ * NACK{RMA_ERR_PENDING} (nothing held), instead of parking the request
+ * until it can be granted. An origin that already holds part of a
+ * lock_all epoch asks the other hosts this way: it never waits while
+ * holding (no hold-and-wait, so no deadlock with exclusive lockers).
+ */
+inline constexpr uint32_t kLockAllTry = 1;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kMacBytes = 32;
 /* The most ranks one POST or RANK_DEAD lists, entries one ATTACH_TABLE holds (bounded by kMaxBody anyway). */
@@ -313,7 +322,7 @@ struct ParsedFrame {
 	uint64_t value = 0;
 	/* NACK class, LOCK type, LOCK_ALL assert, POST/RANK_DEAD/ATTACH_TABLE n, HELLO version, PROOF rank */
 	uint32_t word0 = 0;
-	/* LOCK assert, HELLO leader */
+	/* LOCK assert, LOCK_ALL flags, HELLO leader */
 	uint32_t word1 = 0;
 };
 

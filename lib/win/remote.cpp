@@ -418,15 +418,99 @@ int RemoteWindow::forEachOtherHost(const char *call, Fn &&fn)
 	return RMA_SUCCESS;
 }
 
+int RemoteWindow::lockAllOn(const char *call, Stream &s, bool wait, bool &granted)
+{
+	uint8_t body[8];
+	net::le::store<uint32_t>(body, 0);
+	net::le::store<uint32_t>(body + 4, wait ? 0 : net::kLockAllTry);
+	uint64_t seq = 0;
+	granted = false;
+	RMA_TRY(sendRequest(s, FrameKind::LockAll, 0, body, seq));
+	/* A held lock may take any time to come: no timeout while waiting (a dead host is the fault detector's). */
+	RMA_TRY(waitAck(call, s, seq, wait));
+	granted = s.busy != seq;
+	return RMA_SUCCESS;
+}
+
 int RemoteWindow::lockAll(const char *call)
 {
-	/* Every other host's server, one after the other (a lock_all epoch is shared: no order to keep). */
-	return forEachOtherHost(call, [&](Stream &s) {
-		uint8_t body[8] = {};
-		uint64_t seq = 0;
-		RMA_TRY(sendRequest(s, FrameKind::LockAll, 0, body, seq));
-		return waitAck(call, s, seq, true);
-	});
+	/*
+	 * Every host's part, with no hold-and-wait: wait for one part while
+	 * holding nothing (this host's first), then only try the others. A
+	 * busy one (an exclusive holder or waiter there) makes us give back
+	 * what we hold and wait for that one. Waiting while holding a part
+	 * would deadlock with an origin that holds an exclusive lock on one
+	 * host and waits for one on a host whose part we hold.
+	 */
+	std::vector<Stream *> others;
+	RMA_TRY(forEachOtherHost(call, [&](Stream &s) {
+		others.push_back(&s);
+		return RMA_SUCCESS;
+	}));
+	GrantWatch localWatch;
+	std::vector<Stream *> held;
+	bool localHeld = false;
+	Stream *waitFor = nullptr; /* nullptr: this host */
+	auto giveBack = [&] {
+		if (localHeld)
+			/* Relaxed: nothing was published under the count. */
+			win_.globalLocks_->word.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+		localHeld = false;
+		int first = RMA_SUCCESS;
+		for (Stream *s : held) {
+			uint64_t seq = 0;
+			int rc = sendRequest(*s, FrameKind::UnlockAll, 0, {}, seq);
+			if (rc == RMA_SUCCESS)
+				rc = waitAck(call, *s, seq);
+			if (rc != RMA_SUCCESS && first == RMA_SUCCESS)
+				first = rc;
+		}
+		held.clear();
+		return first;
+	};
+	for (;;) {
+		bool granted = false;
+		int rc = RMA_SUCCESS;
+		if (!waitFor) {
+			rc = win_.takeLocalLockAll(call, localWatch, true, granted);
+			localHeld = rc == RMA_SUCCESS;
+		} else {
+			rc = lockAllOn(call, *waitFor, true, granted);
+			if (rc == RMA_SUCCESS)
+				held.push_back(waitFor);
+		}
+		if (rc != RMA_SUCCESS) {
+			giveBack();
+			return rc;
+		}
+		Stream *busy = nullptr;
+		bool localBusy = false;
+		if (!localHeld) {
+			if (rc = win_.takeLocalLockAll(call, localWatch, false, granted); rc != RMA_SUCCESS) {
+				giveBack();
+				return rc;
+			}
+			localHeld = granted;
+			localBusy = !granted;
+		}
+		for (std::size_t i = 0; i < others.size() && !localBusy && !busy; ++i) {
+			if (others[i] == waitFor)
+				continue;
+			if (rc = lockAllOn(call, *others[i], false, granted); rc != RMA_SUCCESS) {
+				giveBack();
+				return rc;
+			}
+			if (granted)
+				held.push_back(others[i]);
+			else
+				busy = others[i];
+		}
+		if (!localBusy && !busy)
+			return RMA_SUCCESS;
+		if (rc = giveBack(); rc != RMA_SUCCESS)
+			return rc;
+		waitFor = busy;
+	}
 }
 
 int RemoteWindow::unlockAll(const char *call)
@@ -610,13 +694,30 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		break;
 	case FrameKind::Nack:
 		s.acked = std::max(s.acked, f.header.seq);
+		/* A LOCK_ALL tried (kLockAllTry) and not granted: an answer, not an error. */
+		if (f.word0 == RMA_ERR_PENDING) {
+			s.busy = f.header.seq;
+			break;
+		}
 		/*
-		 * The server found the target dead (it does not serve a dead
-		 * member): record it in this host's job status, so every wait and
-		 * operation involving it fails with RMA_ERR_PROC_FAILED from now on.
+		 * The server found a process of its host dead (the target, which
+		 * it does not serve, or one blocking a lock): the detail names it.
+		 * Record it in this host's job status, so every wait and operation
+		 * involving it fails with RMA_ERR_PROC_FAILED from now on.
 		 */
-		if (f.word0 == RMA_ERR_PROC_FAILED)
-			runtime().bootstrap->markDead(static_cast<int>(f.header.target));
+		if (f.word0 == RMA_ERR_PROC_FAILED) {
+			const int dead = f.value < rankInWindow_.size() ? static_cast<int>(f.value)
+									: static_cast<int>(f.header.target);
+			runtime().bootstrap->markDead(dead);
+			if (f.header.seq != s.probe && !s.error) {
+				const int inWindow = rankInWindow_[static_cast<std::size_t>(dead)];
+				s.error = makeError(RMA_ERR_PROC_FAILED,
+						    "target rank %d's host refused request %llu: rank %d of the window "
+						    "(world rank %d) has died%s",
+						    t, static_cast<unsigned long long>(f.header.seq), inWindow, dead,
+						    inWindow != t ? " holding or waiting for a lock that blocks it" : "");
+			}
+		}
 		/* A refused liveness probe says only that (above); a refused operation is reported at the next wait. */
 		if (f.header.seq != s.probe && !s.error)
 			s.error = makeError(static_cast<int>(f.word0),
@@ -839,6 +940,24 @@ bool RemoteWindow::tryLockAll(HeldLocks &held)
 	return true;
 }
 
+int RemoteWindow::deadLocalBlocker(bool exclusive)
+{
+	/* Every kServerCheckMs while a request is parked: peerDead() costs a kill(2) per rank. */
+	const int64_t now = nowMs();
+	if (now < parkedCheckDueMs_)
+		return -1;
+	parkedCheckDueMs_ = now + kServerCheckMs;
+	return win_.deadLockHolder(exclusive ? Window::kBlockedByAny : Window::kBlockedByExclusive, true);
+}
+
+void RemoteWindow::refuseDead(net::Replier &reply, int dead)
+{
+	const int world = worldOf_[static_cast<std::size_t>(dead)];
+	runtime().bootstrap->markDead(world);
+	/* The detail names the dead process (onReply() marks it dead at the origin too). */
+	reply.nack(RMA_ERR_PROC_FAILED, static_cast<uint64_t>(world));
+}
+
 bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noexcept
 {
 	const int t = f.targetWindowRank;
@@ -896,7 +1015,9 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 			if (int rc = win_.resolveDynamic(put ? "another host's put" : "another host's get", t, f.footprint.lo,
 							 fp, v, false);
 			    rc != RMA_SUCCESS) {
-				reply.nack(errorClass(rc), static_cast<uint64_t>(f.footprint.lo));
+				reply.nack(errorClass(rc), errorClass(rc) == RMA_ERR_PROC_FAILED
+								   ? f.header.target
+								   : static_cast<uint64_t>(f.footprint.lo));
 				return true;
 			}
 			tv.reach = v.reach;
@@ -937,7 +1058,9 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 					dst += len;
 			});
 			if (err) {
-				reply.nack(err == ESRCH ? RMA_ERR_PROC_FAILED : RMA_ERR_INTERN, static_cast<uint64_t>(err));
+				/* A PROC_FAILED NACK's detail names the dead process (onReply()). */
+				reply.nack(err == ESRCH ? RMA_ERR_PROC_FAILED : RMA_ERR_INTERN,
+					   err == ESRCH ? f.header.target : static_cast<uint64_t>(err));
 				return true;
 			}
 			if (!put)
@@ -976,7 +1099,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		if (busy)
 			return false; /* the target's consumer role or apply lock is taken: parked, retried */
 		if (rc != RMA_SUCCESS)
-			reply.nack(errorClass(rc), 0);
+			reply.nack(errorClass(rc), errorClass(rc) == RMA_ERR_PROC_FAILED ? f.header.target : 0);
 		else if (fetch)
 			reply.data(FrameKind::AccReply, old, true);
 		return true;
@@ -1012,7 +1135,23 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 	}
 	case FrameKind::Lock: {
 		const bool exclusive = f.word0 == RMA_LOCK_EXCLUSIVE;
-		if (!tryLock(t, origin, exclusive)) {
+		HeldLocks &held = held_[static_cast<std::size_t>(origin)];
+		/*
+		 * An exclusive LOCK's first try does not barge past exclusive
+		 * lockers already waiting (relaxed: a hint), as the local fast
+		 * path defers to them: it waits among them.
+		 */
+		const bool barging = exclusive &&
+				     std::find(held.waitingExclusive.begin(), held.waitingExclusive.end(), t) ==
+					     held.waitingExclusive.end() &&
+				     win_.slots_[t].waiters.load(std::memory_order_relaxed) != 0;
+		if (barging || !tryLock(t, origin, exclusive)) {
+			if (int dead = deadLocalBlocker(exclusive); dead >= 0) [[unlikely]] {
+				noteExclusiveWait(origin, t, false);
+				held.watch = GrantWatch();
+				refuseDead(reply, dead);
+				return true;
+			}
 			if (exclusive)
 				noteExclusiveWait(origin, t, true);
 			return false;
@@ -1041,12 +1180,25 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		reply.ack();
 		return true;
 	}
-	case FrameKind::LockAll:
-		if (!tryLockAll(held_[static_cast<std::size_t>(origin)]))
+	case FrameKind::LockAll: {
+		HeldLocks &held = held_[static_cast<std::size_t>(origin)];
+		if (!tryLockAll(held)) {
+			/* Tried: the origin holds another host's part and must not wait here (lockAll()). */
+			if (f.word1 & net::kLockAllTry) {
+				reply.nack(RMA_ERR_PENDING, 0);
+				return true;
+			}
+			if (int dead = deadLocalBlocker(false); dead >= 0) [[unlikely]] {
+				held.watch = GrantWatch();
+				refuseDead(reply, dead);
+				return true;
+			}
 			return false;
-		++held_[static_cast<std::size_t>(origin)].lockAll;
+		}
+		++held.lockAll;
 		reply.ack();
 		return true;
+	}
 	case FrameKind::UnlockAll: {
 		uint32_t &lockAll = held_[static_cast<std::size_t>(origin)].lockAll;
 		if (lockAll == 0) {

@@ -24,8 +24,11 @@
  *  - flush(t) / flushAll: FLUSH on each stream with traffic since the last
  *    ACK, then wait for the ACKs (TCP order: everything before is applied).
  *  - lock(t): LOCK, wait for its ACK (granted); unlock: flush, UNLOCK, ACK.
- *    lock_all: the local part as on one host, then LOCK_ALL to each other
- *    host's server (which takes that host's global word for us).
+ *    lock_all: every host's part (this host's global word as on one host,
+ *    LOCK_ALL to each other host's server, which takes its host's word for
+ *    us), never waiting for one part while holding another: it waits for
+ *    one part holding nothing, then only tries the others (LOCK_ALL with
+ *    kLockAllTry), and gives everything back to wait for a busy one.
  *  - fence and free: FENCE{epoch} behind the operations on each stream; the
  *    server mirrors the origin's barrier word on its host once everything
  *    before it is applied; every member waits for every word as on one host.
@@ -177,6 +180,7 @@ private:
 		int error = 0;         /* a NACK or a lost link, reported at the next wait */
 		uint64_t probe = 0;    /* seq of the last liveness probe (a FLUSH naming a target) */
 		int64_t probedMs = 0;  /* when it was sent */
+		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
 	};
 	Result<Stream *> stream(const char *call, int target);
 	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
@@ -190,6 +194,8 @@ private:
 	uint64_t seqScratch_ = 0;
 	uint32_t worldTarget(int target) const { return static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(target)]); }
 	int waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout = false);
+	/* LOCK_ALL to @s's server: @wait until granted (parked there), else one try (@granted says). */
+	int lockAllOn(const char *call, Stream &s, bool wait, bool &granted);
 	int flushStream(const char *call, Stream &s);
 	/* What kind of op frames transfer() makes. */
 	struct OpShape {
@@ -212,6 +218,15 @@ private:
 	bool tryLock(int target, int origin, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	bool tryLockAll(HeldLocks &held);
+	/*
+	 * A parked LOCK or LOCK_ALL waits no more when a dead process of this
+	 * host may hold or wait for what blocks it (Window::deadLockHolder(),
+	 * at most every kServerCheckMs): its window rank, else -1.
+	 */
+	int deadLocalBlocker(bool exclusive);
+	int64_t parkedCheckDueMs_ = 0;
+	/* NACK{RMA_ERR_PROC_FAILED} naming dead window rank @dead, marked dead here first. */
+	void refuseDead(net::Replier &reply, int dead);
 	/*
 	 * What this server granted one origin and has not had back: shared
 	 * locks (the kShared it added to a target's word) and lock_all grants

@@ -115,22 +115,30 @@ uint64_t Window::grantsOnThisHost() const
 	return sum;
 }
 
-int Window::deadLockBlocker(const char *call, const char *what, int blockers) const
+int Window::deadLockHolder(int blockers, bool thisHost) const
 {
 	for (int p = 0; p < size(); ++p) {
-		if (p == rank() || !peerDead(p))
+		if (p == rank() || (thisHost && targets_[p].reach == Reach::Remote) || !peerDead(p))
 			continue;
 		/* Its stores are all visible now that it is dead (see RankSlot::lockActivity). */
 		const uint32_t activity = slots_[p].lockActivity.load(std::memory_order_relaxed);
-		const bool blocks = remote_ || (activity & ~lockactivity::kSharedMask) != 0 ||
+		const bool blocks = (remote_ && !thisHost) || (activity & ~lockactivity::kSharedMask) != 0 ||
 				    (blockers == kBlockedByAny && (activity & lockactivity::kSharedMask) != 0);
 		if (blocks)
-			return makeError(RMA_ERR_PROC_FAILED,
-					 "%s: rank %d (pid %d) of window '%s' died holding or waiting for a lock while this "
-					 "process waited for %s",
-					 call, p, static_cast<int>(targets_[p].pid), name.c_str(), what);
+			return p;
 	}
-	return RMA_SUCCESS;
+	return -1;
+}
+
+int Window::deadLockBlocker(const char *call, const char *what, int blockers) const
+{
+	const int p = deadLockHolder(blockers, false);
+	if (p < 0)
+		return RMA_SUCCESS;
+	return makeError(RMA_ERR_PROC_FAILED,
+			 "%s: rank %d (pid %d) of window '%s' died holding or waiting for a lock while this "
+			 "process waited for %s",
+			 call, p, static_cast<int>(targets_[p].pid), name.c_str(), what);
 }
 
 int Window::translateGroup(const char *call, const Group &g, std::vector<int> &out) const
@@ -344,8 +352,15 @@ int Window::unlock(int target)
 	if (anyDead()) [[unlikely]] {
 		if (int rc = deadTarget(kCall, target); rc != RMA_SUCCESS) {
 			/* The epoch ends here anyway: the window can still be freed. */
-			if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
-				releaseLock(target, locks_[target] & kLockExclusive);
+			if (!(locks_[target] & kLockNoCheck)) {
+#ifdef RMA_HAVE_NET
+				/* Its host's server holds the lock for us: give it back if that host still answers. */
+				if (isRemote(target))
+					(void)remote_->unlock(kCall, target, locks_[target] & kLockExclusive);
+				else
+#endif
+					releaseLock(target, locks_[target] & kLockExclusive);
+			}
 			locks_[target] = 0;
 			access_[target] = 0;
 			--locksHeld_;
@@ -355,7 +370,15 @@ int Window::unlock(int target)
 #ifdef RMA_HAVE_NET
 	if (isRemote(target) && !(locks_[target] & kLockNoCheck)) {
 		/* UNLOCK is applied after everything sent before it: its ACK completes them too. */
-		RMA_TRY(remote_->unlock(kCall, target, locks_[target] & kLockExclusive));
+		if (int rc = remote_->unlock(kCall, target, locks_[target] & kLockExclusive); rc != RMA_SUCCESS) {
+			/* A lost host or a dead target ends the epoch all the same (as unlockFailed()); a refusal does not. */
+			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
+				return rc;
+			locks_[target] = 0;
+			access_[target] = 0;
+			--locksHeld_;
+			return rc;
+		}
 		accApplied_[target] = accIssued_[target];
 		completeLocally();
 		locks_[target] = 0;
@@ -419,25 +442,44 @@ int Window::lockAll(int assert)
 	return RMA_SUCCESS;
 }
 
-/* lock_all's protocol (control.h): this host's global word, then every other host's. */
+/* lock_all's protocol (control.h): this host's global word; on a window spanning hosts, every host's (remote.h). */
 int Window::takeLockAll(const char *kCall)
 {
-	std::atomic<uint64_t> &global = globalLocks_->word;
+#ifdef RMA_HAVE_NET
+	if (remote_)
+		return remote_->lockAll(kCall);
+#endif
 	GrantWatch watch;
-	for (;;) {
-		RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, [this, &global, &watch] {
-			uint64_t v = global.load(std::memory_order_relaxed);
+	bool granted = false;
+	return takeLocalLockAll(kCall, watch, true, granted);
+}
+
+int Window::takeLocalLockAll(const char *kCall, GrantWatch &watch, bool wait, bool &granted)
+{
+	std::atomic<uint64_t> &global = globalLocks_->word;
+	granted = false;
+	auto count = [this, &global, &watch] {
+		uint64_t v = global.load(std::memory_order_relaxed);
+		for (;;) {
 			/*
 			 * No exclusive locker waiting: they have preference,
 			 * phase-fair (GrantWatch over every target's grants).
 			 * seq_cst: the Dekker half of acquireLock()'s pair;
-			 * also acquires past unlock_alls.
+			 * also acquires past unlock_alls. A CAS lost to another
+			 * lock_all caller is retried at once.
 			 */
 			if ((v & ~lockword::kLockAllMask) != 0 && watch.yieldTo(grantsOnThisHost()))
 				return false;
-			return global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
-							    std::memory_order_relaxed);
-		}));
+			if (global.compare_exchange_weak(v, v + lockword::kLockAll, std::memory_order_seq_cst,
+							 std::memory_order_relaxed))
+				return true;
+		}
+	};
+	for (;;) {
+		if (wait)
+			RMA_TRY(waitUntil(kCall, "exclusive lockers to unlock", kBlockedByExclusive, count));
+		else if (!count())
+			return RMA_SUCCESS;
 		/*
 		 * Counted: from now on no exclusive locker keeps a word.
 		 * One that took a word before we counted is seen here
@@ -448,31 +490,25 @@ int Window::takeLockAll(const char *kCall)
 		for (int t = 0; t < size() && busy < 0; ++t)
 			if (slots_[t].lock.load(std::memory_order_seq_cst) & lockword::kHolderMask)
 				busy = t;
-		if (busy < 0)
-			break;
+		if (busy < 0) {
+			granted = true;
+			return RMA_SUCCESS;
+		}
 		/*
 		 * Give way to it and wait until it unlocks (or dies). Not
 		 * keeping the count: its holder may be about to lock
 		 * another target (MPI lets a process hold several), which
-		 * our count would refuse: a deadlock.
+		 * our count would refuse: a deadlock. Relaxed: nothing was
+		 * published under the count.
 		 */
 		global.fetch_sub(lockword::kLockAll, std::memory_order_relaxed);
+		if (!wait)
+			return RMA_SUCCESS;
 		std::atomic<uint64_t> &word = slots_[busy].lock;
 		RMA_TRY(waitUntil(kCall, "an exclusive lock holder to unlock", kBlockedByExclusive, [&word] {
 			return (word.load(std::memory_order_relaxed) & lockword::kHolderMask) == 0;
 		}));
 	}
-#ifdef RMA_HAVE_NET
-	/* Then every other host's part: its server takes its host's global word for us. */
-	if (remote_) {
-		if (int rc = remote_->lockAll(kCall); rc != RMA_SUCCESS) {
-			remote_->unlockAll(kCall);
-			global.fetch_sub(lockword::kLockAll, std::memory_order_release);
-			return rc;
-		}
-	}
-#endif
-	return RMA_SUCCESS;
 }
 
 int Window::unlockAll()
@@ -481,8 +517,14 @@ int Window::unlockAll()
 		return missingEpoch("rma_win_unlock_all", "lock_all epoch");
 	if (anyDead()) [[unlikely]] {
 		if (int rc = deadAmong("rma_win_unlock_all", nullptr); rc != RMA_SUCCESS) {
-			if (!(lockAll_ & kLockNoCheck))
+			if (!(lockAll_ & kLockNoCheck)) {
 				releaseGlobalLockAll();
+#ifdef RMA_HAVE_NET
+				/* The other hosts' parts too, where their servers still answer. */
+				if (remote_)
+					(void)remote_->unlockAll("rma_win_unlock_all");
+#endif
+			}
 			lockAll_ = 0;
 			allAccess_ = false;
 			return rc;

@@ -529,6 +529,13 @@ private:
 	 * for its remote origins that no slot counts).
 	 */
 	[[gnu::cold]] int deadLockBlocker(const char *call, const char *what, int blockers) const;
+	/*
+	 * The first dead rank whose lock activity may block a lock wait of
+	 * kind @blockers, or -1. @thisHost: only ranks of this host (a host
+	 * server judging a remote origin's parked LOCK; remote origins' own
+	 * locks end with their connections), and no rule for spanning windows.
+	 */
+	[[gnu::cold]] int deadLockHolder(int blockers, bool thisHost) const;
 	/* This rank's lock activity words (RankSlot): raised before a lock is taken, lowered after release. */
 	void noteLockActivity(bool exclusive, int delta)
 	{
@@ -562,6 +569,14 @@ private:
 	int acquireLock(const char *call, int target, bool exclusive);
 	void releaseLock(int target, bool exclusive);
 	int takeLockAll(const char *call);
+	/*
+	 * This host's part of a lock_all: count it in the global word once no
+	 * exclusive locker waits (phase-fair, @watch) and no target is held
+	 * exclusively. @wait: wait for that (RMA_ERR_PROC_FAILED if a dead
+	 * rank blocks it); else one try, @granted false if it must wait
+	 * (nothing held then). @granted true: counted.
+	 */
+	int takeLocalLockAll(const char *call, GrantWatch &watch, bool wait, bool &granted);
 	/* The sum of every target's exclusive grants (RankSlot::grants): what lock_all's GrantWatch watches. */
 	[[gnu::cold]] uint64_t grantsOnThisHost() const;
 	/* Give back this host's part of a lock_all (not RMA_MODE_NOCHECK). */

@@ -400,6 +400,8 @@ TEST_F(FrameParseTest, AcceptsEveryControlKind)
 	EXPECT_EQ(frame_.word0, uint32_t{ RMA_LOCK_EXCLUSIVE });
 	expectOk(raw(req(FrameKind::Lock), words32({ RMA_LOCK_SHARED, 8192 })));
 	expectOk(raw(req(FrameKind::LockAll, kStaticWindow, 3, 0), words32({ 0, 0 })));
+	expectOk(raw(req(FrameKind::LockAll, kStaticWindow, 3, 0), words32({ 0, kLockAllTry })));
+	EXPECT_EQ(frame_.word1, kLockAllTry);
 	expectOk(raw(req(FrameKind::UnlockAll, kStaticWindow, 3, 0), {}));
 	expectOk(raw(req(FrameKind::Fence, kStaticWindow, 2, 0), word64(3)));
 	expectOk(raw(req(FrameKind::Post, kStaticWindow, 0, 2), words32({ 2, 0, 0, 1 })));
@@ -523,7 +525,7 @@ TEST_F(FrameParseTest, DropsBodiesOfTheWrongShape)
 
 	expectRefused(raw(req(FrameKind::Flush), Bytes(8)), Reason::BadBodyLength);
 	expectRefused(raw(req(FrameKind::Fence, kStaticWindow, 2, 0), Bytes(4)), Reason::BadBodyLength);
-	expectRefused(raw(req(FrameKind::LockAll, kStaticWindow, 2, 0), words32({ 0, 1 })), Reason::ReservedNotZero);
+	expectRefused(raw(req(FrameKind::LockAll, kStaticWindow, 2, 0), words32({ 0, 2 })), Reason::ReservedNotZero);
 	expectRefused(raw(req(FrameKind::Nack, kStaticWindow, 1, 3), Bytes(15)), Reason::BadBodyLength);
 	expectRefused(raw(req(FrameKind::Nack, kStaticWindow, 1, 3), cat(words32({ 34, 9 }), word64(0))),
 		      Reason::ReservedNotZero);

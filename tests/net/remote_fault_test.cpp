@@ -149,6 +149,37 @@ TEST_F(RemoteFaultTest, ADeadTargetIsRefusedWhileItsHostServesTheOthers)
 	takeDown();
 }
 
+/*
+ * A remote origin's exclusive LOCK parked behind the lock of a rank that
+ * died on the target's host: the server must refuse it (it used to check
+ * only the target itself and park it for ever).
+ */
+TEST_F(RemoteFaultTest, ALockThatADeadLocalRankHoldsIsRefusedToAnotherHost)
+{
+	bringUp(2);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	const std::string results = makeResultsDir();
+	/* --map-by node: ranks 0 and 2 on host 1 (rank 0 serves it), rank 1 on host 2. */
+	CommandResult r = run({ "-np", "3", "--map-by", "node", "--oversubscribe", "--mca", "orte_enable_recovery", "1",
+				"-x", "RMA_NET_TIMEOUT_MS=1500", program_, results, "true", "deadholder" },
+			      60);
+	const ThreeRanks ranks = readRanks(results, r);
+	const std::string(&texts)[3] = ranks.texts;
+	const std::string &all = ranks.all;
+	EXPECT_NE(texts[2].find("dying holding"), std::string::npos) << all;
+	/* Refused with RMA_ERR_PROC_FAILED (38) naming the dead holder, well within the watchdog. */
+	EXPECT_NE(texts[1].find("class 38 after"), std::string::npos) << all;
+	EXPECT_NE(texts[1].find("rank 2 of the window"), std::string::npos) << all;
+	EXPECT_LT(millisOf(texts[1]), 10000) << all;
+	EXPECT_NE(texts[0].find("served"), std::string::npos) << all;
+	for (int rank = 0; rank < 2; ++rank) {
+		EXPECT_EQ(texts[rank].find("watchdog"), std::string::npos) << "rank " << rank << "\n" << all;
+		EXPECT_NE(texts[rank].find("free class"), std::string::npos) << "rank " << rank << "\n" << all;
+	}
+	takeDown();
+}
+
 /* The lock kind rank 0 holds on rank 1 when its host drops off the network. */
 class RemoteLockFaultTest : public RemoteFaultTest, public testing::WithParamInterface<std::string>
 {

@@ -30,6 +30,13 @@
  * process's memory that succeeds for ever), then puts 55 to rank 0, which
  * must still be served, and rank 0 reads it.
  *
+ * With "deadholder": a dead rank holding an exclusive lock on a rank of its
+ * own host, and an origin on another host asking for that lock. The
+ * layout of "deadtarget"; rank 2 locks rank 0 exclusively, puts, flushes and
+ * is killed holding the lock; rank 1 then asks for an exclusive lock on rank
+ * 0, whose host's server parks the request. The server must refuse it
+ * (RMA_ERR_PROC_FAILED naming rank 2), not park it for ever.
+ *
  * Each rank writes its lines to RESULT-DIR/rank<N> (the file system is
  * shared by the simulated hosts; stdout cannot cross the cut link):
  *   "class C after M ms: MESSAGE" for a failed operation,
@@ -248,15 +255,53 @@ static int deadTarget(rma_win win, long *base, int me, const char *dir)
 	return 0;
 }
 
+/* The dead-holder case ("deadholder"): see the top of the file. */
+static int deadHolder(rma_win win, int me, const char *dir)
+{
+	if (me == 2) {
+		long v = 2002;
+		int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_put(&v, 1, RMA_LONG, 0, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(0, win);
+		if (rc != RMA_SUCCESS)
+			describe(rc, nowMs());
+		else
+			report("dying holding an exclusive lock on rank 0");
+		fclose(g_out);
+		g_out = NULL;
+		signalFile(dir, "dying");
+		kill(getpid(), SIGKILL);
+	}
+	if (me == 0) {
+		/* Serve until rank 1 is through. */
+		waitFile(dir, "done");
+		report("served");
+		return 0;
+	}
+	waitFile(dir, "dying");
+	const double start = nowMs();
+	int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
+	if (rc == RMA_SUCCESS) {
+		report("granted the lock that dead rank 2 holds");
+		rma_win_unlock(0, win);
+	} else {
+		describe(rc, start);
+	}
+	signalFile(dir, "done");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive|deadtarget]\n");
+		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive|deadtarget|deadholder]\n");
 		return 2;
 	}
 	const char *kind = argc == 4 ? argv[3] : NULL;
 	if (kind && strcmp(kind, "shared") != 0 && strcmp(kind, "lockall") != 0 && strcmp(kind, "exclusive") != 0 &&
-	    strcmp(kind, "deadtarget") != 0) {
+	    strcmp(kind, "deadtarget") != 0 && strcmp(kind, "deadholder") != 0) {
 		fprintf(stderr, "remote_fault: unknown lock kind '%s'\n", kind);
 		return 2;
 	}
@@ -282,6 +327,7 @@ int main(int argc, char **argv)
 		return 1;
 	int rc = !kind				    ? cutMidEpoch(win, me, argv[2])
 		 : strcmp(kind, "deadtarget") == 0 ? deadTarget(win, base, me, argv[1])
+		 : strcmp(kind, "deadholder") == 0 ? deadHolder(win, me, argv[1])
 						    : lostLockHolder(win, me, argv[1], argv[2], kind);
 	if (rc != 0)
 		return 1;

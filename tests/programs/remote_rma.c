@@ -59,6 +59,13 @@
  *                     counter must end at ranks x iters with each rank in
  *                     its log exactly iters times: a lost update or a
  *                     torn read means two exclusive locks overlapped.
+ *  lock_all_vs_exclusive  the last rank B locks itself exclusively, then,
+ *                     300 ms later, rank 0 too; rank 0 calls lock_all in
+ *                     between (at 100 ms). With B on another host, a
+ *                     lock_all that kept rank 0's host while it waited for
+ *                     B's host deadlocked (B waits for rank 0's host). Rank 0
+ *                     must read 0 at both under lock_all (B writes 1 and puts
+ *                     0 back inside its epochs).
  *  lock_shared_get    every rank holds a shared lock on every rank at once
  *                     (so shared locks must not exclude each other), gets,
  *                     unlocks one by one.
@@ -814,6 +821,45 @@ static void caseLockExclusive(window *w)
 	barrierWith(w);
 }
 
+static void caseLockAllVsExclusive(window *w)
+{
+	beginCase("lock_all_vs_exclusive");
+	const int a = 0, b = g_size - 1;
+	const int64_t zero = 0, one = 1;
+	memcpy(w->base, &zero, sizeof zero);
+	barrierWith(w);
+	if (g_rank == b) {
+		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, b, 0, w->win));
+		CALL(rma_put(&one, 1, RMA_INT64_T, b, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_flush(b, w->win));
+		usleep(300000);
+		/* Holding b, ask for a: rank 0's lock_all must not hold a's host while it waits for b's. */
+		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, a, 0, w->win));
+		CALL(rma_put(&one, 1, RMA_INT64_T, a, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_flush(a, w->win));
+		usleep(20000);
+		CALL(rma_put(&zero, 1, RMA_INT64_T, a, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_unlock(a, w->win));
+		CALL(rma_put(&zero, 1, RMA_INT64_T, b, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_unlock(b, w->win));
+	} else if (g_rank == a) {
+		int64_t va = -1, vb = -1;
+		usleep(100000);
+		CALL(rma_win_lock_all(0, w->win));
+		CALL(rma_get(&va, 1, RMA_INT64_T, a, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_get(&vb, 1, RMA_INT64_T, b, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_flush_all(w->win));
+		CALL(rma_win_unlock_all(w->win));
+		if (va != 0 || vb != 0)
+			fail("under lock_all, read %lld at rank %d and %lld at rank %d: expected 0 and 0 (rank %d's "
+			     "exclusive epoch was open at the same time)",
+			     (long long)va, a, (long long)vb, b, b);
+	}
+	barrierWith(w);
+	caseOk();
+	barrierWith(w);
+}
+
 /* Every rank holds a shared lock on every rank at once and reads its data. */
 static void caseLockShared(window *w, int round)
 {
@@ -1418,6 +1464,7 @@ int main(int argc, char **argv)
 		caseDtypeGet(dtype, base + 7);
 		caseDtypeStruct(structs, base + 40);
 		caseLockExclusive(locks);
+		caseLockAllVsExclusive(locks);
 		caseLockShared(shared, base + 9);
 		caseFence(fence, base + 10);
 		caseFlushLocal(flushLocal, base + 20);
