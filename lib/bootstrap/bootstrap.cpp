@@ -3,9 +3,11 @@
 #include "bootstrap/bootstrap_base.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -61,6 +63,142 @@ int BootstrapBase::allgather(uint64_t ctx, uint64_t seq, std::span<const int> me
 	if (ctx == kBootstrapCtx)
 		return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
 	return checkedExchange(ctx, seq, members, myIndex, data, fds, out);
+}
+
+int BootstrapBase::consistentAllgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+				       std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+{
+	if (ctx == kBootstrapCtx)
+		return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
+	/* Members of one collective decide alike: the members, the data length and the host's board. */
+	if (board_.valid() && members.size() > 1 && HostBoard::fits(data.size())) {
+		bool local = true;
+		for (int m : members)
+			local = local && m >= 0 && m < size_ && boardSlot_[static_cast<std::size_t>(m)] != UINT32_MAX;
+		if (local && myIndex >= 0 && static_cast<std::size_t>(myIndex) < members.size() &&
+		    members[static_cast<std::size_t>(myIndex)] == rank_ && fds.size() <= boot::kMaxMessageFds)
+			return boardExchange(ctx, seq, members, myIndex, data, fds, out);
+	}
+	return checkedExchange(ctx, seq, members, myIndex, data, fds, out);
+}
+
+int BootstrapBase::boardExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+				 std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+{
+	const std::size_t n = members.size();
+	std::vector<uint32_t> slots(n);
+	std::vector<pid_t> pids(n);
+	for (std::size_t i = 0; i < n; ++i) {
+		slots[i] = boardSlot_[static_cast<std::size_t>(members[i])];
+		pids[i] = pids_[static_cast<std::size_t>(members[i])];
+	}
+	/*
+	 * A member whose pid is gone (reaped by the launcher, which marks it
+	 * dead too). Not the status page alone: a rank may be marked dead
+	 * there (a test pretends so) while it still takes part, and the
+	 * socket path would still meet it: members must agree.
+	 */
+	auto dead = [&](std::size_t i) { return kill(pids[i], 0) < 0 && errno == ESRCH; };
+	bool fdsElsewhere = false;
+	RMA_TRY(board_.allgather(ctx, seq, members, myIndex, slots, pids, data, fds, dead, out, fdsElsewhere));
+	if (fdsElsewhere) {
+		/* Every member knows it from the board: the descriptors alone, through the launcher or channel. */
+		GatherResult passed;
+		RMA_TRY(checkedExchange(ctx, seq, members, myIndex, {}, fds, passed));
+		if (passed.fdCounts != out.fdCounts)
+			return makeError(RMA_ERR_INTERN, "allgather ctx=%llu seq=%llu: the descriptor counts disagree",
+					 (unsigned long long)ctx, (unsigned long long)seq);
+		out.fds = std::move(passed.fds);
+	}
+	return RMA_SUCCESS;
+}
+
+int BootstrapBase::setUpHostBoard()
+{
+	/*
+	 * RMA_BOOT_BOARD: 0 never, 1 always, unset: when the host's ranks do
+	 * not outnumber its CPUs. With more ranks than CPUs, sleeping waiters
+	 * woken one by one lose to the launcher's single answer (4 ranks on 2
+	 * CPUs: 85 µs against 38 µs per collective), so the socket stays.
+	 * Every local rank decides alike (the same count, the same machine).
+	 */
+	const char *knob = knobValue("RMA_BOOT_BOARD");
+	if (knob && std::string_view(knob) == "0")
+		return RMA_SUCCESS;
+	std::vector<int> local;
+	for (int r = 0; r < size_; ++r)
+		if (hosts_[static_cast<std::size_t>(r)] == hosts_[static_cast<std::size_t>(rank_)])
+			local.push_back(r);
+	const bool crowded = local.size() > static_cast<std::size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+	if (local.size() < 2 || (crowded && !(knob && std::string_view(knob) == "1")))
+		return RMA_SUCCESS;
+	const int leader = local.front();
+	const int myIndex = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
+	const auto slots = static_cast<uint32_t>(local.size());
+
+	/* The leader makes the board and offers it (status 0) with its descriptor number there. */
+	struct Offer {
+		int32_t status;
+		int32_t fd;
+	};
+	Offer offer{ 1, -1 };
+	HostBoard board;
+	if (rank_ == leader) {
+		if (auto made = HostBoard::create(slots)) {
+			board = std::move(made.value());
+			offer = { 0, board.fd() };
+		}
+	}
+	const int boardFd = board.fd();
+	GatherResult first;
+	RMA_TRY(checkedExchange(kBootstrapCtx, 2, local, myIndex, { reinterpret_cast<const std::byte *>(&offer), sizeof(offer) },
+				offer.status == 0 ? std::span<const int>(&boardFd, 1) : std::span<const int>(), first));
+	Offer leaders;
+	std::memcpy(&leaders, first.data.data(), sizeof(leaders));
+	if (leaders.status != 0)
+		return RMA_SUCCESS; /* every local rank sees it: no board */
+
+	/* Each other rank maps it and tries reopening the leader's descriptor as the board will. */
+	struct Verdict {
+		int32_t mapped;
+		int32_t reopened;
+	};
+	Verdict mine{ 1, 1 };
+	if (rank_ != leader) {
+		mine.mapped = 0;
+		if (first.fds.size() == 1) {
+			if (auto mapped = HostBoard::attach(first.fds.front().release(), slots)) {
+				board = std::move(mapped.value());
+				mine.mapped = 1;
+			}
+		}
+		char path[64];
+		std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", static_cast<int>(pids_[static_cast<std::size_t>(leader)]),
+			      leaders.fd);
+		UniqueFd probe(open(path, O_RDWR | O_CLOEXEC));
+		mine.reopened = probe.isValid() ? 1 : 0;
+	}
+	GatherResult second;
+	RMA_TRY(checkedExchange(kBootstrapCtx, 3, local, myIndex, { reinterpret_cast<const std::byte *>(&mine), sizeof(mine) },
+				{}, second));
+	bool mapped = true, reopened = true;
+	for (std::size_t i = 0; i < local.size(); ++i) {
+		Verdict v;
+		std::memcpy(&v, second.data.data() + i * sizeof(v), sizeof(v));
+		mapped = mapped && v.mapped;
+		reopened = reopened && v.reopened;
+	}
+	if (!mapped)
+		return RMA_SUCCESS;
+	board.setReopen(reopened);
+	board.setOversubscribed(crowded);
+	/* Every local rank has mapped it (and probed the leader's descriptor): no descriptor stays open for it. */
+	board.closeFd();
+	boardSlot_.assign(static_cast<std::size_t>(size_), UINT32_MAX);
+	for (std::size_t i = 0; i < local.size(); ++i)
+		boardSlot_[static_cast<std::size_t>(local[i])] = static_cast<uint32_t>(i);
+	board_ = std::move(board);
+	return RMA_SUCCESS;
 }
 
 uint64_t BootstrapBase::hostKey() const
@@ -316,6 +454,8 @@ Result<BootPtr> startLauncherClient()
 			return Result<Ptr>::failure(makeErrnoError(RMA_ERR_INTERN, -rc, "job status page RMA_JOB_FD=%d", jobFd));
 	}
 	if (int rc = client->init(rank, size); rc != RMA_SUCCESS)
+		return Result<Ptr>::failure(rc);
+	if (int rc = client->setUpHostBoard(); rc != RMA_SUCCESS)
 		return Result<Ptr>::failure(rc);
 	return Ptr(std::move(client));
 }

@@ -21,6 +21,12 @@
  *    allgather of a runtime that already connected the job (the program's
  *    MPI, for the drop-in shim), descriptors through LocalFdChannel
  *    (external_bootstrap.cpp; it shares channel_bootstrap.cpp with PMIx).
+ *
+ * Under every one of them, collectives of communicators whose members all
+ * share this host (consistentAllgather()) meet on the host's shared-memory
+ * board instead (host_board.h): no launcher round trip, descriptors
+ * reopened through /proc. A barrier of 2 ranks there costs 0.2 µs where
+ * rmarun's socket costs 35-55 µs.
  */
 #pragma once
 
@@ -78,6 +84,18 @@ public:
 	virtual int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 			      std::span<const std::byte> data, std::span<const int> fds,
 			      GatherResult &out) = 0;
+	/*
+	 * allgather() for callers whose members are sure to pass the same
+	 * data length and member list (communicators: librma's own code makes
+	 * both): may meet on the host's shared-memory board when every member
+	 * is on this host (host_board.h), where mismatches are not refereed
+	 * by the launcher. Same results and errors otherwise.
+	 */
+	virtual int consistentAllgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+					std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
+	{
+		return allgather(ctx, seq, members, myIndex, data, fds, out);
+	}
 
 	/*
 	 * Failure detection without a system call: the count of ranks the

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/host_board.h"
 
 namespace librma {
 
@@ -23,6 +24,9 @@ public:
 	/* Checks the arguments (RMA_ERR_ARG, ctx 0 is reserved), then exchange(). */
 	int allgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 		      std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final;
+	/* Through the host's board when it can (host_board.h), else allgather(). */
+	int consistentAllgather(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+				std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final;
 
 	/*
 	 * Set rank and size, then learn every rank's pid and host (collective
@@ -31,6 +35,17 @@ public:
 	 * RMA_SUCCESS or the exchange's error.
 	 */
 	int init(int rank, int size);
+
+	/*
+	 * Once descriptors can travel (after init(), and under PMIx or an
+	 * external runtime after the channel is up): the host's collective
+	 * board (host_board.h), made by the host's lowest rank and mapped by
+	 * the others, and whether descriptors can be reopened through /proc
+	 * here (agreed by all local ranks). Collective over the host's ranks
+	 * (ctx 0, seqs 2 and 3). Without a board (RMA_BOOT_BOARD=0, one rank
+	 * on the host, or it cannot be made) collectives take exchange().
+	 */
+	int setUpHostBoard();
 
 protected:
 	/* The exchange itself; arguments are checked. */
@@ -52,6 +67,11 @@ protected:
 	}
 
 private:
+	/* allgather() through the board: every member on this host, the data fits. */
+	int boardExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			  std::span<const std::byte> data, std::span<const int> fds, GatherResult &out);
+	HostBoard board_;
+	std::vector<uint32_t> boardSlot_; /* world rank -> its slot on this host's board (UINT32_MAX: another host) */
 	int checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out);
 };

@@ -36,7 +36,8 @@ int ChannelBootstrap::startChannel(uint64_t jobId, int rank, int size)
 		return channel.code();
 	channel_.emplace(std::move(channel.value()));
 	RMA_TRY(init(rank, size));
-	return shareJobStatus();
+	RMA_TRY(shareJobStatus());
+	return boardAllowed() ? setUpHostBoard() : RMA_SUCCESS;
 }
 
 int ChannelBootstrap::shareJobStatus()

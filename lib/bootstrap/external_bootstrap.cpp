@@ -44,6 +44,13 @@ public:
 	}
 
 protected:
+	/*
+	 * No board: the MPI drop-in creates windows of several threads at once
+	 * under MPI_THREAD_MULTIPLE (mpi_thread_test), and the board has one
+	 * slot per process. The program's MPI already meets fast in shared
+	 * memory; only the descriptors take the host channel.
+	 */
+	bool boardAllowed() const override { return false; }
 	int dataRound(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 		      std::span<const std::byte> mine, std::span<std::byte> gathered) override
 	{

@@ -161,6 +161,11 @@ inline constexpr Knob kKnobs[] = {
 	  "forces how a rank joins its job; unset: rmarun's if RMA_BOOT_FD is set, else PMIx if PMIX_NAMESPACE and "
 	  "PMIX_RANK are (mpirun, prterun, srun --mpi=pmix), else a job of one",
 	  knobs::boot },
+	{ "RMA_BOOT_BOARD", "0 or 1", "auto",
+	  "the ranks of a host meet for collectives (window creation and free, communicator creation, barriers) on "
+	  "a shared-memory board instead of through the launcher: 1 always, 0 never; unset: when they do not "
+	  "outnumber the host's CPUs",
+	  knobs::boolean },
 	{ "RMA_VERBOSE", "0 or 1", "0",
 	  "1 makes each rank print one line at init: its host, the bootstrap, and which ranks it reaches by shared "
 	  "memory and which by TCP",

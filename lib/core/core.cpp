@@ -74,7 +74,7 @@ int Comm::allgather(std::span<const std::byte> data, std::span<const int> fds, G
 		return RMA_SUCCESS;
 	}
 	crossProcessEdge(); /* ThreadSanitizer: see common/tsan.h */
-	int rc = runtime().bootstrap->allgather(context_, sequence_++, group_->worldRanks(), rank_, data, fds, out);
+	int rc = runtime().bootstrap->consistentAllgather(context_, sequence_++, group_->worldRanks(), rank_, data, fds, out);
 	crossProcessEdge();
 	return rc;
 }
@@ -84,6 +84,10 @@ int Comm::barrier()
 	GatherResult out;
 	return allgather({}, {}, out);
 }
+
+namespace {
+uint64_t freshContext(uint64_t instance, uint64_t lowest);
+} /* namespace */
 
 int Comm::split(int color, int key, std::shared_ptr<Comm> &newComm)
 {
@@ -115,7 +119,7 @@ int Comm::split(int color, int key, std::shared_ptr<Comm> &newComm)
 	 * The instance id is unique to this split across the job and the
 	 * lowest old rank is unique to each color: together a fresh context.
 	 */
-	uint64_t context = (out.instance << 24) | static_cast<uint64_t>(lowest);
+	uint64_t context = freshContext(out.instance, static_cast<uint64_t>(lowest));
 	newComm = std::make_shared<Comm>(std::make_shared<const Group>(std::move(world)), newRank, context);
 	newComm->errhandler = errhandler;
 	return RMA_SUCCESS;
@@ -131,6 +135,29 @@ uint64_t digest(uint64_t hash, uint64_t word)
 		hash *= 0x100000001b3ull;
 	}
 	return hash;
+}
+
+/*
+ * A new communicator's context from its meeting's instance id (unique in
+ * the job, any 64 bits: the launcher's counter, a hub's rank and counter)
+ * and, for split(), the lowest old rank of the color (unique in the
+ * meeting). Shifting the instance left lost a hub's rank (two hubs with
+ * equal counters made equal contexts); a 64-bit mix keeps every bit, and
+ * a collision has odds of 2^-62 per pair. Bits 62-63 stay clear (group
+ * keys and one-member communicators use them), and the fixed contexts
+ * below 16 are never made.
+ */
+uint64_t freshContext(uint64_t instance, uint64_t lowest)
+{
+	uint64_t h = digest(digest(0xcbf29ce484222325ull, instance), lowest);
+	/* A finalizer (MurmurHash3's fmix64): FNV's low bits mix poorly. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	h &= (uint64_t(1) << 62) - 1;
+	return h < 16 ? h + 16 : h;
 }
 
 } /* namespace */
@@ -166,12 +193,12 @@ int Comm::createGroup(const Group &group, int tag, std::shared_ptr<Comm> &newCom
 	} else {
 		GatherResult out;
 		crossProcessEdge(); /* ThreadSanitizer: see common/tsan.h */
-		int rc = rt.bootstrap->allgather(key, seq, group.worldRanks(), myIndex, {}, {}, out);
+		int rc = rt.bootstrap->consistentAllgather(key, seq, group.worldRanks(), myIndex, {}, {}, out);
 		crossProcessEdge();
 		if (rc != RMA_SUCCESS)
 			return rc;
 		/* The instance is unique to this meeting across the job: a fresh context, as in split(). */
-		context = out.instance << 24;
+		context = freshContext(out.instance, 0);
 	}
 	newComm = std::make_shared<Comm>(std::make_shared<const Group>(group.worldRanks()), myIndex, context);
 	newComm->errhandler = errhandler;

@@ -339,5 +339,155 @@ TEST(BootstrapTest, AllgatherNamingAnExitedRankFailsAtOnce)
 	EXPECT_EQ(status, 0);
 }
 
+/*
+ * consistentAllgather(): every member on this host, so the host's board
+ * (bootstrap/host_board.h) serves it, descriptors reopened through /proc.
+ * RMA_BOOT_BOARD=1: even with more ranks than CPUs (the ranks inherit it).
+ */
+class BoardTest : public testing::Test
+{
+protected:
+	void SetUp() override { setenv("RMA_BOOT_BOARD", "1", 1); }
+	void TearDown() override { unsetenv("RMA_BOOT_BOARD"); }
+};
+
+TEST_F(BoardTest, GathersDataAndDescriptorsInMemberOrderWithOneInstance)
+{
+	int status = runRanks(4, [](int rank) {
+		JOIN(b);
+		std::vector<UniqueFd> files;
+		std::vector<int> fds;
+		for (int i = 0; i <= rank; ++i) {
+			files.push_back(fileWith(std::to_string(rank) + ":" + std::to_string(i)));
+			ASSERT_TRUE(files.back().isValid());
+			fds.push_back(files.back().get());
+		}
+		std::vector<int> world = worldOf(b);
+		std::vector<std::byte> mine = contribution(rank, 200);
+		GatherResult out;
+		ASSERT_EQ(b.consistentAllgather(1, 1, world, rank, mine, fds, out), RMA_SUCCESS);
+		expectGathered(out.data, world, 200);
+		ASSERT_EQ(out.fdCounts, (std::vector<int>{ 1, 2, 3, 4 }));
+		ASSERT_EQ(out.fds.size(), 10u);
+		std::size_t next = 0;
+		for (int r = 0; r < 4; ++r)
+			for (int i = 0; i <= r; ++i)
+				EXPECT_EQ(contentOf(out.fds[next++].get()), std::to_string(r) + ":" + std::to_string(i));
+		/* The same instance at every member (the hub is member 0: rank 0), a new one each time. */
+		uint64_t ids[2] = { out.instance, 0 };
+		std::vector<int> reversed(world.rbegin(), world.rend());
+		ASSERT_EQ(b.consistentAllgather(1, 2, reversed, 3 - rank, mine, {}, out), RMA_SUCCESS);
+		expectGathered(out.data, reversed, 200);
+		ids[1] = out.instance;
+		EXPECT_EQ(ids[0] >> 40, 0u);
+		EXPECT_EQ(ids[1] >> 40, 3u);
+		ASSERT_EQ(b.consistentAllgather(1, 3, world, rank, std::as_bytes(std::span(ids)), {}, out), RMA_SUCCESS);
+		std::vector<uint64_t> all(8);
+		std::memcpy(all.data(), out.data.data(), out.data.size());
+		for (int r = 0; r < 4; ++r) {
+			EXPECT_EQ(all[2 * r], all[0]);
+			EXPECT_EQ(all[2 * r + 1], all[1]);
+		}
+		EXPECT_NE(all[0], all[1]);
+		EXPECT_NE(out.instance, all[0]);
+		/* Many in a row: no contribution is overwritten before its readers are done. */
+		for (uint64_t s = 10; s < 2010; ++s) {
+			std::vector<std::byte> round = contribution(rank + int(s), 24);
+			ASSERT_EQ(b.consistentAllgather(1, s, world, rank, round, {}, out), RMA_SUCCESS);
+			for (int r = 0; r < 4; ++r)
+				ASSERT_EQ(out.data[std::size_t(r) * 24 + 5], pattern(r + int(s), 5)) << "seq " << s;
+		}
+	});
+	EXPECT_EQ(status, 0);
+}
+
+TEST_F(BoardTest, MoreDescriptorsThanASlotHoldsTravelThroughTheLauncher)
+{
+	constexpr int kMany = 40; /* over HostBoard::kFds */
+	int status = runRanks(3, [](int rank) {
+		JOIN(b);
+		int count = rank == 1 ? kMany : 1;
+		std::vector<UniqueFd> files;
+		std::vector<int> fds;
+		for (int i = 0; i < count; ++i) {
+			files.push_back(fileWith(std::to_string(rank) + "/" + std::to_string(i)));
+			fds.push_back(files.back().get());
+		}
+		std::vector<std::byte> mine = contribution(rank, 8);
+		GatherResult out;
+		ASSERT_EQ(b.consistentAllgather(1, 1, worldOf(b), rank, mine, fds, out), RMA_SUCCESS);
+		expectGathered(out.data, worldOf(b), 8);
+		ASSERT_EQ(out.fdCounts, (std::vector<int>{ 1, kMany, 1 }));
+		ASSERT_EQ(out.fds.size(), std::size_t(kMany + 2));
+		EXPECT_EQ(contentOf(out.fds[0].get()), "0/0");
+		for (int i = 0; i < kMany; ++i)
+			EXPECT_EQ(contentOf(out.fds[1 + i].get()), "1/" + std::to_string(i));
+		EXPECT_EQ(contentOf(out.fds[kMany + 1].get()), "2/0");
+	});
+	EXPECT_EQ(status, 0);
+}
+
+TEST_F(BoardTest, ConcurrentCollectivesOnOverlappingSubsets)
+{
+	int status = runRanks(4, [](int rank) {
+		JOIN(b);
+		const std::vector<int> a = { 0, 1, 2 }, bMembers = { 3, 1, 2 }, c = { 0, 3 };
+		auto index = [rank](const std::vector<int> &members) {
+			return int(std::find(members.begin(), members.end(), rank) - members.begin());
+		};
+		std::vector<std::byte> mine = contribution(rank, 16);
+		GatherResult out;
+		for (uint64_t round = 0; round < 200; ++round) {
+			if (rank != 3) {
+				ASSERT_EQ(b.consistentAllgather(1, round, a, index(a), mine, {}, out), RMA_SUCCESS);
+				expectGathered(out.data, a, 16);
+			}
+			if (rank != 0) {
+				ASSERT_EQ(b.consistentAllgather(2, round, bMembers, index(bMembers), mine, {}, out),
+					  RMA_SUCCESS);
+				expectGathered(out.data, bMembers, 16);
+			}
+			if (rank == 0 || rank == 3) {
+				ASSERT_EQ(b.consistentAllgather(3, round, c, index(c), mine, {}, out), RMA_SUCCESS);
+				expectGathered(out.data, c, 16);
+			}
+		}
+	});
+	EXPECT_EQ(status, 0);
+}
+
+TEST_F(BoardTest, LengthMismatchFailsEveryMemberAndTheJobGoesOn)
+{
+	int status = runRanks(3, [](int rank) {
+		JOIN(b);
+		std::vector<int> world = worldOf(b);
+		GatherResult out;
+		int rc = b.consistentAllgather(1, 1, world, rank, contribution(rank, rank == 0 ? 8 : 16), {}, out);
+		EXPECT_EQ(errorClass(rc), RMA_ERR_INTERN);
+		EXPECT_NE(errorMessage(rc).find("lengths must match"), std::string::npos) << errorMessage(rc);
+		ASSERT_EQ(b.consistentAllgather(1, 2, world, rank, contribution(rank, 8), {}, out), RMA_SUCCESS);
+		expectGathered(out.data, world, 8);
+	});
+	EXPECT_EQ(status, 0);
+}
+
+TEST_F(BoardTest, AMemberThatExitsFailsTheWaitersInsteadOfHanging)
+{
+	int status = runRanks(3, [](int rank) {
+		JOIN(b);
+		if (rank == 2) {
+			std::this_thread::sleep_for(std::chrono::milliseconds(200));
+			return;
+		}
+		auto start = std::chrono::steady_clock::now();
+		GatherResult out;
+		int rc = b.consistentAllgather(1, 1, worldOf(b), rank, {}, {}, out);
+		EXPECT_EQ(errorClass(rc), RMA_ERR_PROC_FAILED);
+		EXPECT_NE(errorMessage(rc).find("rank 2"), std::string::npos) << errorMessage(rc);
+		EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+	});
+	EXPECT_EQ(status, 0);
+}
+
 } /* namespace */
 } /* namespace librma */
