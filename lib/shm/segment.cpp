@@ -245,7 +245,13 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 		if (!reserving)
 			reserving = &own.emplace(1);
 		std::size_t available = 0;
-		if (!reserving->claim(segment.mappedSize_, available))
+		/*
+		 * A few pages are not worth the check (reading /proc/meminfo and
+		 * the cgroup's files was a fifth of a small window's creation)
+		 * nor the host lock: fallocate() of them cannot be what exhausts
+		 * the host. Still counted as charged, for the lock's release.
+		 */
+		if (segment.mappedSize_ > kUncheckedBytes && !reserving->claim(segment.mappedSize_, available))
 			return R::failure(makeError(
 				RMA_ERR_NO_MEM, "a %zu-byte segment exceeds the %zu bytes of memory this host can give",
 				segment.mappedSize_, available));

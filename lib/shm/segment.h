@@ -34,6 +34,8 @@ enum class HugePages { Off, Prefer, Require };
 Result<HugePages> parseHugePages(std::string_view text);
 
 inline constexpr std::size_t kHugePageSize = 2u << 20;
+/* Plain-page segments up to this size are reserved without the host check and lock (HostReservation). */
+inline constexpr std::size_t kUncheckedBytes = 64u << 10;
 
 class HostReservation;
 

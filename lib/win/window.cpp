@@ -25,6 +25,10 @@
 
 namespace librma {
 
+/* Windows from this size per rank are checked against the host's memory collectively before any is reserved. */
+constexpr int64_t kFirstCheckBytes = int64_t{ 64 } << 20;
+
+
 /* ---- Hints ---------------------------------------------------------------- */
 
 namespace {
@@ -454,8 +458,14 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	const First *firsts = nullptr;
 	const bool allocates = flavor_ == Flavor::Allocate || flavor_ == Flavor::Shared;
 	if (allocates) {
+		/*
+		 * What the host can give, read only for a large window (the files
+		 * cost tens of microseconds): below kFirstCheckBytes a rank says
+		 * "no limit", and the reservation's own check under the host lock
+		 * (Segment::create) still refuses memory the host cannot give.
+		 */
 		First first{ errorClass(status), policy.mode, size, policy.nodes.empty() ? -1 : policy.nodes[0], 0,
-			     availableMemory() };
+			     size >= kFirstCheckBytes ? availableMemory() : UINT64_MAX };
 		RMA_TRY(comm_->allgather(std::as_bytes(std::span(&first, 1)), {}, firstOut));
 		firsts = reinterpret_cast<const First *>(firstOut.data.data());
 		/* Every rank computes the same verdict from the same gathered numbers. */

@@ -180,7 +180,8 @@ int reservationLockHeld()
 TEST(HostReservationTest, HoldsTheHostLockUntilItsSegmentsAreCharged)
 {
 	HostReservation reservation(2);
-	SegmentOptions options = plain(4 * kPage);
+	/* Past kUncheckedBytes: smaller segments skip the check and the lock. */
+	SegmentOptions options = plain(kUncheckedBytes + 4 * kPage);
 	options.reservation = &reservation;
 
 	Segment first = mustCreate(options);
@@ -204,12 +205,17 @@ TEST(HostReservationTest, ChecksEachClaimAgainstWhatTheEarlierOnesLeft)
 	EXPECT_EQ(remaining, afterFirst);
 
 	/* A segment larger than what is left fails as an unserialized one would, reserving nothing. */
-	SegmentOptions options = plain(kPage);
+	SegmentOptions options = plain(kUncheckedBytes + kPage);
 	options.reservation = &reservation;
 	ASSERT_TRUE(reservation.claim(afterFirst - kPage / 2, remaining));
 	Result<Segment> segment = Segment::create(options);
 	ASSERT_FALSE(segment.ok());
 	EXPECT_EQ(errorClass(segment.code()), RMA_ERR_NO_MEM);
+	/* A few pages are not checked: they cannot be what exhausts the host. */
+	SegmentOptions small = plain(kUncheckedBytes);
+	small.reservation = &reservation;
+	Result<Segment> few = Segment::create(small);
+	EXPECT_TRUE(few.ok()) << errorMessage(few.code());
 
 	reservation.release();
 	EXPECT_NE(reservationLockHeld(), 1);
