@@ -74,6 +74,7 @@ inline bool accPath(const char *v) { return oneOf(v, { "auto", "origin", "ring" 
 inline bool progress(const char *v) { return oneOf(v, { "none", "thread", "agent" }); }
 inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); }
 inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require" }); }
+inline bool netZc(const char *v) { return oneOf(v, { "auto", "on", "off" }); }
 inline bool netTimeout(const char *v) { return number(v) && std::atol(v) >= 100 && std::atol(v) <= 600000; }
 inline bool hugePages(const char *v) { return oneOf(v, { "off", "prefer", "require" }); }
 
@@ -135,6 +136,13 @@ inline constexpr Knob kKnobs[] = {
 	  "the inter-host engine's io_uring use: auto (io_uring with what the kernel has, else epoll), off (always "
 	  "epoll and nonblocking sockets), require (io_uring with every feature the design uses, or an error)",
 	  knobs::netUring },
+	{ "RMA_NET_ZC", "auto, on or off", "auto",
+	  "zero-copy sends (io_uring SEND_ZC) of a host's large replies: auto (on a connection until the kernel reports "
+	  "it copied anyway, as on loopback and veth, then plain sends; plain sends on kernels before 6.2), on (always "
+	  "where the kernel has SEND_ZC), off (plain sends)",
+	  knobs::netZc },
+	{ "RMA_NET_ZC_MIN", "a number of bytes", "65536",
+	  "the smallest send that goes zero-copy under RMA_NET_ZC (smaller ones are cheaper to copy)", knobs::number },
 	{ "RMA_NET_IF", "an interface name, an IPv4 address or a CIDR (10.0.0.0/24)", "the first non-loopback IPv4 address up",
 	  "where a job that spans hosts listens for other hosts' operations (loopback only when named)", nullptr },
 	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "3000",
@@ -168,7 +176,8 @@ inline constexpr Knob kKnobs[] = {
 	  knobs::boolean },
 	{ "RMA_VERBOSE", "0 or 1", "0",
 	  "1 makes each rank print one line at init: its host, the bootstrap, and which ranks it reaches by shared "
-	  "memory and which by TCP",
+	  "memory and which by TCP; and a host server one line when it stops: its io_uring features and how many "
+	  "sends, zero-copy ones and bytes it made",
 	  knobs::boolean },
 	{ "RMA_STATS", "0, 1, a directory or a FILE.json in an existing directory", "0",
 	  "traffic statistics: every window counts operations and bytes per origin->target pair and kind, and "

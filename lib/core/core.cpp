@@ -678,6 +678,14 @@ int startNetEngine(Comm &world)
 	if (!policy)
 		return policy.code();
 	config.policy = policy.value();
+	auto zc = net::zcPolicyFromEnvironment();
+	if (!zc)
+		return zc.code();
+	config.zc = zc.value();
+	if (const char *v = knobValue("RMA_VERBOSE"))
+		config.verbose = !std::strcmp(v, "1");
+	if (const char *v = knobValue("RMA_NET_ZC_MIN"))
+		config.zcMinBytes = static_cast<uint32_t>(std::min<long>(std::atol(v), UINT32_MAX));
 	net::EndpointCard card;
 	auto e = net::Engine::listen(std::move(config), card);
 	if (!e)

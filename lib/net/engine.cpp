@@ -542,6 +542,8 @@ int Engine::startServer()
 		};
 		NetLoopConfig lc;
 		lc.policy = config_.policy;
+		lc.zc = config_.zc;
+		lc.zcMinBytes = config_.zcMinBytes;
 		auto loop = makeNetLoop(handler, lc);
 		if (!loop) {
 			status.store(loop.code());
@@ -774,6 +776,17 @@ void Engine::stop()
 		server_.join();
 	loop_.store(nullptr, std::memory_order_relaxed);
 	conns_.clear();
+	if (loopOwner_ && config_.verbose) {
+		/* The server thread has been joined: its loop's counters are ours to read. */
+		const NetLoopStats &st = loopOwner_->stats();
+		std::fprintf(stderr,
+			     "librma: rank %d's server (%s): %llu sends, %llu zero-copy (%llu notifications, %llu "
+			     "reported copied), %llu short, %llu bytes out\n",
+			     config_.rank, backend_.c_str(), static_cast<unsigned long long>(st.sends),
+			     static_cast<unsigned long long>(st.zcSends), static_cast<unsigned long long>(st.zcNotifs),
+			     static_cast<unsigned long long>(st.zcCopied), static_cast<unsigned long long>(st.shortSends),
+			     static_cast<unsigned long long>(st.bytesOut));
+	}
 	loopOwner_.reset();
 	links_.clear();
 	listener_.reset();

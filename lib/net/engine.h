@@ -178,6 +178,9 @@ struct EngineConfig {
 	int timeoutMs = 3000;
 	int spinUs = 200;       /* RMA_NET_SPIN_US: the server polls this long after its last frame */
 	UringPolicy policy = UringPolicy::Prefer;
+	ZcPolicy zc = ZcPolicy::Auto; /* RMA_NET_ZC: zero-copy sends of the server's replies (lib/net/features.h) */
+	uint32_t zcMinBytes = 65536;  /* RMA_NET_ZC_MIN: the smallest send that goes zero-copy */
+	bool verbose = false;         /* RMA_VERBOSE=1: stop() prints what the server's loop used and sent */
 	/*
 	 * Called on the server thread when a connection from @host timed out
 	 * (no RST: the host died or its link went down): the caller marks its

@@ -32,6 +32,28 @@ Result<UringPolicy> uringPolicyFromEnvironment()
 	return parseUringPolicy(knobValue("RMA_NET_URING"));
 }
 
+Result<ZcPolicy> parseZcPolicy(const char *value)
+{
+	if (!value || !*value || !std::strcmp(value, "auto"))
+		return ZcPolicy::Auto;
+	if (!std::strcmp(value, "on"))
+		return ZcPolicy::On;
+	if (!std::strcmp(value, "off"))
+		return ZcPolicy::Off;
+	return Result<ZcPolicy>::failure(
+		makeError(RMA_ERR_ARG, "RMA_NET_ZC='%s': accepts auto, on or off (default auto)", value));
+}
+
+Result<ZcPolicy> zcPolicyFromEnvironment()
+{
+	return parseZcPolicy(knobValue("RMA_NET_ZC"));
+}
+
+const char *zcPolicyName(ZcPolicy p)
+{
+	return p == ZcPolicy::On ? "on" : p == ZcPolicy::Off ? "off" : "auto";
+}
+
 std::string NetFeatures::describe() const
 {
 	if (!uring)
@@ -41,6 +63,8 @@ std::string NetFeatures::describe() const
 	s += bufRing ? " buf_ring" : " no_buf_ring";
 	s += recvMultishot ? " recv_multishot" : " single_shot_recv";
 	s += sendZc ? " send_zc" : " no_send_zc";
+	if (sendZcReportUsage)
+		s += " zc_report_usage";
 	s += futexWait ? " futex_wait" : " eventfd_wake";
 	return s;
 }
@@ -97,6 +121,19 @@ NetFeatures probeNetFeaturesUncached()
 		f.recvMultishot = f.sendZc;
 		f.futexWait = io_uring_opcode_supported(probe, compat::kOpFutexWait);
 		io_uring_free_probe(probe);
+	}
+	if (f.sendZc) {
+		/*
+		 * IORING_SEND_ZC_REPORT_USAGE: a kernel without it (6.0, 6.1)
+		 * refuses the flag when it prepares the request (EINVAL), before
+		 * it looks at the socket, which fd -1 fails (EBADF).
+		 */
+		if (io_uring_sqe *s = io_uring_get_sqe(&ring)) {
+			io_uring_prep_send_zc(s, -1, nullptr, 0, 0, compat::kSendZcReportUsage);
+			io_uring_cqe *cqe = nullptr;
+			if (io_uring_submit_and_wait(&ring, 1) >= 0 && io_uring_peek_cqe(&ring, &cqe) == 0)
+				f.sendZcReportUsage = cqe->res != -EINVAL;
+		}
 	}
 
 	/* A provided buffer ring of one entry, registered and unregistered. */

@@ -218,6 +218,8 @@ private:
 			}
 			++n;
 			++stats_.sends;
+			if (static_cast<std::size_t>(w) < c.queued.size() - c.sent)
+				++stats_.shortSends;
 			stats_.bytesOut += static_cast<uint64_t>(w);
 			c.sent += static_cast<std::size_t>(w);
 		}

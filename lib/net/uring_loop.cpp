@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <mutex>
 
 #include <liburing.h>
 
@@ -49,10 +51,27 @@ int checkConfig(const FrameHandler &handler, const NetLoopConfig &c)
 	return RMA_SUCCESS;
 }
 
-/* user_data: connection id << 8 | what the operation was. */
-enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4 };
-constexpr uint64_t userData(ConnId c, Tag t) { return (uint64_t{ c } << 8) | t; }
+/*
+ * user_data: a zero-copy send's buffer generation << 40 | connection id
+ * << 8 | what the operation was. The notification CQE carries its send's
+ * user_data, so the generation names the buffer it releases.
+ */
+enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4, kSendZc = 5 };
+constexpr uint32_t kGenMask = 0xffffff;
+constexpr uint64_t userData(ConnId c, Tag t, uint32_t gen = 0)
+{
+	return (uint64_t{ gen & kGenMask } << 40) | (uint64_t{ c } << 8) | t;
+}
 constexpr uint16_t kBufGroup = 1;
+/*
+ * Released zero-copy buffers a connection keeps for its next sends (their
+ * pages stay faulted in). Two cover a send in flight while the one before
+ * waits for its notification; each may be as large as a reply backlog.
+ */
+constexpr std::size_t kSpareBuffers = 2;
+/* Teardown: how long the destructor waits for zero-copy notifications, before and after aborting. */
+constexpr int kSettleMs = 250;
+constexpr int kAbortSettleMs = 1000;
 
 class UringLoop final : public NetLoop
 {
@@ -64,8 +83,11 @@ public:
 
 	~UringLoop() override
 	{
-		if (ringReady_)
+		if (ringReady_) {
+			settleZeroCopy();
 			io_uring_queue_exit(&ring_); /* cancels every operation in flight */
+		}
+		abandonHeldBuffers();
 		if (bufRing_)
 			munmap(bufRing_, bufRingBytes_);
 		if (buffers_)
@@ -98,12 +120,33 @@ private:
 		bool open = true;
 		bool recvArmed = false;
 		bool sendArmed = false;
+		bool zcArmed = false; /* the send in flight is a SEND_ZC */
 		bool everArmed = false;
 		FrameAssembler assembler;
 		std::vector<uint8_t> queued;
 		std::vector<uint8_t> inflight;
 		std::size_t sent = 0;
 		std::vector<uint8_t> own; /* single-shot recv buffer */
+		/*
+		 * Zero-copy sends. The kernel reads a SEND_ZC's bytes until its
+		 * notification, which comes after the send's completion (with
+		 * IORING_CQE_F_MORE). inflight's SEND_ZCs carry generation
+		 * zcGen; inflightNotifs counts their notifications still due
+		 * (signed: tolerates a notification seen before its send's
+		 * completion). A finished inflight with some due moves to held
+		 * and the next send starts from another buffer; held buffers go
+		 * to spare (capacity kept) when their last notification is in.
+		 */
+		uint32_t zcGen = 0;
+		int32_t inflightNotifs = 0;
+		bool zcOff = false; /* the socket refused SEND_ZC, or auto and the kernel copied: plain sends */
+		struct Held {
+			std::vector<uint8_t> bytes;
+			uint32_t gen;
+			int32_t notifs;
+		};
+		std::vector<Held> held;
+		std::vector<std::vector<uint8_t>> spare;
 	};
 
 	io_uring_sqe *sqe() noexcept
@@ -119,16 +162,45 @@ private:
 	void arm() noexcept;
 	int reap() noexcept;
 	void onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept;
-	void onSend(Conn &c, int res, ConnId id) noexcept;
+	void onSend(Conn &c, const io_uring_cqe *cqe, ConnId id, bool zc) noexcept;
+	void onNotif(Conn &c, const io_uring_cqe *cqe, uint32_t gen) noexcept;
+	/* inflight is wholly sent: reuse it, or hold it while the kernel may still read it. */
+	void finishInflight(Conn &c) noexcept;
 	/* Mark @c closed and shut its socket so its operations end (the caller tells the handler). */
 	void shut(Conn &c) noexcept;
+	static bool zcDue(const Conn &c) { return c.inflightNotifs > 0 || !c.held.empty(); }
+	/*
+	 * A closed connection's socket closes, and its buffers go, once no
+	 * operation and no zero-copy notification is due: until then the
+	 * kernel may still read them.
+	 */
 	void release(Conn &c) noexcept
 	{
-		if (!c.open && !c.recvArmed && !c.sendArmed)
-			c.fd.reset();
+		if (c.open || c.recvArmed || c.sendArmed || zcDue(c))
+			return;
+		c.fd.reset();
+		std::vector<uint8_t>().swap(c.inflight);
+		c.sent = 0;
+		c.spare.clear();
 	}
+	/* Teardown: wait (bounded) for the notifications still due, aborting connections that hold them. */
+	void settleZeroCopy() noexcept;
+	/* Teardown: CQEs for @ms at most or until @done(), bookkeeping only (no handler calls); done()'s last value. */
+	template<typename Done>
+	bool drainForTeardown(int ms, Done &&done) noexcept;
+	/* Teardown: the kernel may still read some of @c's buffers. */
+	static bool zcBusy(const Conn &c) { return zcDue(c) || c.zcArmed; }
+	/* Teardown: buffers whose notification never came are leaked on purpose, never freed. */
+	void abandonHeldBuffers() noexcept;
 	bool useFutex() const { return features_.futexWait && !config_.noFutexWait; }
 	bool useMultishot() const { return features_.bufRing && features_.recvMultishot && !config_.noMultishot; }
+	/* Zero-copy for the loop: on, or auto where the kernel can say that it copied. */
+	bool useZc() const
+	{
+		return features_.sendZc && (config_.zc == ZcPolicy::On ||
+					    (config_.zc == ZcPolicy::Auto && features_.sendZcReportUsage));
+	}
+	bool zeroCopy(const Conn &c, std::size_t len) const { return useZc() && !c.zcOff && len >= config_.zcMinBytes; }
 
 	NetFeatures features_;
 	io_uring ring_{};
@@ -211,6 +283,11 @@ std::string UringLoop::describe() const
 							  : " plain_taskrun";
 	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
 	s += useFutex() ? " futex_wait" : " eventfd_wake";
+	if (useZc()) {
+		s += " send_zc>=" + std::to_string(config_.zcMinBytes);
+		if (config_.zc == ZcPolicy::Auto)
+			s += " (auto: until the kernel copies)";
+	}
 	return s;
 }
 
@@ -287,6 +364,7 @@ void UringLoop::arm() noexcept
 		}
 		if (!c.sendArmed && (c.sent < c.inflight.size() || !c.queued.empty())) {
 			if (c.sent == c.inflight.size()) {
+				/* finishInflight() left it empty, and free to reuse: no notification is due for it. */
 				c.inflight.swap(c.queued);
 				c.queued.clear();
 				c.sent = 0;
@@ -294,9 +372,17 @@ void UringLoop::arm() noexcept
 			io_uring_sqe *s = sqe();
 			if (!s)
 				return;
-			io_uring_prep_send(s, c.fd.get(), c.inflight.data() + c.sent, c.inflight.size() - c.sent,
-					   MSG_NOSIGNAL);
-			io_uring_sqe_set_data64(s, userData(id, kSend));
+			const std::size_t left = c.inflight.size() - c.sent;
+			if (zeroCopy(c, left)) {
+				io_uring_prep_send_zc(s, c.fd.get(), c.inflight.data() + c.sent, left, MSG_NOSIGNAL,
+						      features_.sendZcReportUsage ? compat::kSendZcReportUsage : 0);
+				io_uring_sqe_set_data64(s, userData(id, kSendZc, c.zcGen));
+				c.zcArmed = true;
+				++stats_.zcSends;
+			} else {
+				io_uring_prep_send(s, c.fd.get(), c.inflight.data() + c.sent, left, MSG_NOSIGNAL);
+				io_uring_sqe_set_data64(s, userData(id, kSend));
+			}
 			c.sendArmed = true;
 			++stats_.sends;
 		}
@@ -348,9 +434,20 @@ void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
 	release(c);
 }
 
-void UringLoop::onSend(Conn &c, int res, ConnId id) noexcept
+void UringLoop::onSend(Conn &c, const io_uring_cqe *cqe, ConnId id, bool zc) noexcept
 {
+	const int res = cqe->res;
 	c.sendArmed = false;
+	c.zcArmed = false;
+	/* F_MORE: a notification follows, and until it does the kernel may read inflight. */
+	if (zc && (cqe->flags & IORING_CQE_F_MORE))
+		++c.inflightNotifs;
+	if (zc && (res == -EOPNOTSUPP || res == -EINVAL) && c.open) {
+		/* A socket without zero-copy support (AF_UNIX): the same bytes go again as a plain send. */
+		c.zcOff = true;
+		release(c);
+		return;
+	}
 	if (res < 0) {
 		if (c.open) {
 			shut(c);
@@ -360,12 +457,176 @@ void UringLoop::onSend(Conn &c, int res, ConnId id) noexcept
 		return;
 	}
 	stats_.bytesOut += static_cast<uint64_t>(res);
+	if (static_cast<std::size_t>(res) < c.inflight.size() - c.sent)
+		++stats_.shortSends; /* the socket was full: arm() sends the rest from c.sent */
 	c.sent += static_cast<std::size_t>(res);
-	if (c.sent == c.inflight.size()) {
+	if (c.sent == c.inflight.size())
+		finishInflight(c);
+	release(c);
+}
+
+void UringLoop::finishInflight(Conn &c) noexcept
+{
+	c.sent = 0;
+	if (c.inflightNotifs <= 0) {
 		c.inflight.clear();
-		c.sent = 0;
+		c.inflightNotifs = 0;
+		return;
+	}
+	/* The kernel may still read it (a retransmission, a clone in a queue): set it aside. */
+	c.held.push_back(Conn::Held{ std::move(c.inflight), c.zcGen & kGenMask, c.inflightNotifs });
+	++stats_.zcHeld;
+	c.inflight = std::vector<uint8_t>();
+	if (!c.spare.empty()) {
+		c.inflight.swap(c.spare.back());
+		c.spare.pop_back();
+	}
+	c.inflightNotifs = 0;
+	++c.zcGen;
+}
+
+void UringLoop::onNotif(Conn &c, const io_uring_cqe *cqe, uint32_t gen) noexcept
+{
+	++stats_.zcNotifs;
+	if (static_cast<uint32_t>(cqe->res) & compat::kNotifUsageZcCopied) {
+		++stats_.zcCopied;
+		/* Auto: the copy happened anyway (a local delivery); plain sends cost less from now on. */
+		if (config_.zc == ZcPolicy::Auto)
+			c.zcOff = true;
+	}
+	if (gen == (c.zcGen & kGenMask)) {
+		--c.inflightNotifs;
+	} else {
+		for (std::size_t i = 0; i < c.held.size(); ++i) {
+			Conn::Held &h = c.held[i];
+			if (h.gen != gen)
+				continue;
+			if (--h.notifs == 0) {
+				/* The kernel is done with it: keep its capacity for a later send, or free it. */
+				if (c.open && c.spare.size() < kSpareBuffers) {
+					h.bytes.clear();
+					c.spare.push_back(std::move(h.bytes));
+				}
+				c.held.erase(c.held.begin() + static_cast<std::ptrdiff_t>(i));
+			}
+			break;
+		}
 	}
 	release(c);
+}
+
+template<typename Done>
+bool UringLoop::drainForTeardown(int ms, Done &&done) noexcept
+{
+	const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+	while (!done()) {
+		const auto left = end - std::chrono::steady_clock::now();
+		if (left <= std::chrono::nanoseconds(0))
+			return false;
+		__kernel_timespec ts{ 0, std::min<long long>(
+						 std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 10'000'000) };
+		io_uring_cqe *cqe = nullptr;
+		/* Also runs the task work that posts completions (DEFER_TASKRUN). */
+		io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+		unsigned head, seen = 0;
+		io_uring_for_each_cqe(&ring_, head, cqe)
+		{
+			++seen;
+			const uint64_t ud = io_uring_cqe_get_data64(cqe);
+			const auto tag = static_cast<Tag>(ud & 0xff);
+			const auto id = static_cast<ConnId>(ud >> 8);
+			switch (tag) {
+			case kRecv:
+				/* The data goes nowhere, and the buffer stays out of the ring: the loop is going. */
+				if (!(cqe->flags & IORING_CQE_F_MORE))
+					conns_[id]->recvArmed = false;
+				break;
+			case kSend:
+				conns_[id]->sendArmed = false;
+				break;
+			case kSendZc:
+				if (cqe->flags & IORING_CQE_F_NOTIF) {
+					onNotif(*conns_[id], cqe, static_cast<uint32_t>(ud >> 40));
+				} else {
+					Conn &c = *conns_[id];
+					c.sendArmed = false;
+					c.zcArmed = false;
+					if (cqe->flags & IORING_CQE_F_MORE)
+						++c.inflightNotifs;
+				}
+				break;
+			case kFutex:
+				futexArmed_ = false;
+				break;
+			case kEventfd:
+				eventfdArmed_ = false;
+				break;
+			default:
+				break;
+			}
+		}
+		io_uring_cq_advance(&ring_, seen);
+	}
+	return true;
+}
+
+void UringLoop::settleZeroCopy() noexcept
+{
+	const auto settled = [this] {
+		for (const auto &c : conns_)
+			if (zcBusy(*c))
+				return false;
+		return true;
+	};
+	if (settled())
+		return;
+	/* A peer that is alive acknowledges the data, and the kernel lets go of it, within a round trip or so. */
+	if (drainForTeardown(kSettleMs, settled))
+		return;
+	/*
+	 * The rest (a peer that stopped reading): abort those connections. An
+	 * abortive close (SO_LINGER 0) purges the socket's write queue, which
+	 * frees the skbs that hold the buffers, and the notifications come.
+	 * First shutdown() ends their recv and send, whose requests hold the
+	 * file: the close must be the last reference to reach the protocol.
+	 */
+	for (auto &c : conns_) {
+		if (!zcBusy(*c) || !c->fd.isValid())
+			continue;
+		const linger abort{ 1, 0 };
+		setsockopt(c->fd.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+		c->open = false;
+		::shutdown(c->fd.get(), SHUT_RDWR);
+	}
+	drainForTeardown(kAbortSettleMs, [this] {
+		for (const auto &c : conns_)
+			if (zcBusy(*c) && (c->recvArmed || c->sendArmed))
+				return false;
+		return true;
+	});
+	for (auto &c : conns_)
+		if (zcBusy(*c) && !c->recvArmed && !c->sendArmed)
+			c->fd.reset();
+	drainForTeardown(kAbortSettleMs, settled);
+}
+
+std::mutex abandonedLock;
+/* Reachable from here, so that LeakSanitizer does not report what is kept on purpose. */
+std::vector<std::vector<uint8_t>> *abandoned = nullptr;
+
+void UringLoop::abandonHeldBuffers() noexcept
+{
+	for (auto &c : conns_) {
+		if (!zcBusy(*c))
+			continue;
+		std::lock_guard<std::mutex> g(abandonedLock);
+		if (!abandoned)
+			abandoned = new std::vector<std::vector<uint8_t>>();
+		for (Conn::Held &h : c->held)
+			abandoned->push_back(std::move(h.bytes));
+		c->held.clear();
+		abandoned->push_back(std::move(c->inflight));
+	}
 }
 
 int UringLoop::reap() noexcept
@@ -385,8 +646,17 @@ int UringLoop::reap() noexcept
 			++n;
 			break;
 		case kSend:
-			onSend(*conns_[id], cqe->res, id);
+			onSend(*conns_[id], cqe, id, false);
 			++n;
+			break;
+		case kSendZc:
+			/* Not counted: a notification is bookkeeping, no work for the caller. */
+			if (cqe->flags & IORING_CQE_F_NOTIF) {
+				onNotif(*conns_[id], cqe, static_cast<uint32_t>(ud >> 40));
+			} else {
+				onSend(*conns_[id], cqe, id, true);
+				++n;
+			}
 			break;
 		case kFutex:
 			futexArmed_ = false;
@@ -489,6 +759,12 @@ void UringLoop::wake() noexcept
 }
 
 } /* namespace */
+
+uint64_t abandonedZeroCopyBuffers()
+{
+	std::lock_guard<std::mutex> g(abandonedLock);
+	return abandoned ? abandoned->size() : 0;
+}
 
 Result<std::unique_ptr<NetLoop>> makeUringLoop(const FrameHandler &handler, const NetLoopConfig &config,
 					       const NetFeatures &features)

@@ -13,7 +13,18 @@
  *              buffers from a provided buffer ring; a recv that ends
  *              without IORING_CQE_F_MORE (-ENOBUFS when every buffer was
  *              in use) is re-armed on the next pass. One SEND per
- *              connection in flight, holding everything queued so far.
+ *              connection in flight, holding everything queued so far;
+ *              one of at least zcMinBytes goes as IORING_OP_SEND_ZC when
+ *              NetLoopConfig::zc says so (RMA_NET_ZC, lib/net/features.h).
+ *              A zero-copy send's buffer stays untouched until the
+ *              kernel's notification CQE (IORING_CQE_F_NOTIF), which
+ *              comes after the send's own completion: a finished buffer
+ *              with notifications due is set aside and the next send
+ *              starts from another, and a closed connection keeps its
+ *              socket and buffers until they are in (the destructor
+ *              waits a bounded time, aborts the connection so the kernel
+ *              drops what it holds, and never frees a buffer it may
+ *              still read).
  *              Parks in io_uring_submit_and_wait_timeout with an
  *              IORING_OP_FUTEX_WAIT armed on the loop's doorbell, so
  *              Doorbell::ring() from any thread or process wakes it; on
@@ -84,6 +95,9 @@ struct NetLoopConfig {
 	uint32_t ringEntries = 256;  /* SQ entries; the CQ gets 16× */
 	uint32_t bufCount = 256;     /* provided buffers, a power of two <= 32768 */
 	uint32_t bufSize = 16384;    /* bytes each */
+	/* RMA_NET_ZC and RMA_NET_ZC_MIN: zero-copy sends (io_uring backend only; lib/net/features.h). */
+	ZcPolicy zc = ZcPolicy::Auto;
+	uint32_t zcMinBytes = 65536; /* smaller sends are plain: pinning and the notification cost more than a copy */
 	/* Testing knobs: behave as a kernel without these pieces. */
 	bool noFutexWait = false;    /* wake through the eventfd */
 	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
@@ -103,6 +117,11 @@ struct NetLoopStats {
 	uint64_t recvRearms = 0;    /* multishot recvs re-armed (every arm after the first) */
 	uint64_t enobufs = 0;	    /* of which because the buffer ring ran dry */
 	uint64_t sends = 0;	    /* send submissions / calls */
+	uint64_t shortSends = 0;    /* of which took fewer bytes than offered (the rest went in later sends) */
+	uint64_t zcSends = 0;	    /* of which IORING_OP_SEND_ZC */
+	uint64_t zcHeld = 0;	    /* sent buffers set aside because a zero-copy notification was still due */
+	uint64_t zcNotifs = 0;	    /* zero-copy notifications: the kernel let go of a buffer */
+	uint64_t zcCopied = 0;	    /* of which reported that the kernel copied after all (loopback, veth) */
 	uint64_t parks = 0;	    /* waits that slept */
 	uint64_t futexWakes = 0;    /* parks ended by the FUTEX_WAIT completing */
 	uint64_t eventfdWakes = 0;  /* parks ended by the eventfd */
@@ -196,7 +215,10 @@ public:
 
 	/* "io_uring" or "poll". */
 	virtual const char *backend() const noexcept = 0;
-	/* The features in use ("io_uring: defer_taskrun buf_ring ..." or "poll: epoll eventfd_wake"). */
+	/*
+	 * The features in use ("io_uring: defer_taskrun buf_ring ... send_zc>=65536"
+	 * or "poll: epoll eventfd_wake"); send_zc only when zero-copy sends are on.
+	 */
 	virtual std::string describe() const = 0;
 
 	const NetLoopStats &stats() const { return stats_; }
@@ -226,6 +248,13 @@ Result<std::unique_ptr<NetLoop>> makeNetLoop(const FrameHandler &handler, const 
 Result<std::unique_ptr<NetLoop>> makeUringLoop(const FrameHandler &handler, const NetLoopConfig &config,
 					       const NetFeatures &features);
 Result<std::unique_ptr<NetLoop>> makePollLoop(const FrameHandler &handler, const NetLoopConfig &config);
+
+/*
+ * Zero-copy buffers that io_uring loops' destructors kept forever because
+ * the kernel's notification did not come even after the connection was
+ * aborted (0 unless something is badly wrong; tests). Thread-safe.
+ */
+uint64_t abandonedZeroCopyBuffers();
 
 /* Both backends' append(): @n more bytes at the end of a connection's send queue, and where they are. */
 inline uint8_t *growQueue(std::vector<uint8_t> &queue, std::size_t n)

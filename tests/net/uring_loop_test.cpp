@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -437,6 +440,385 @@ INSTANTIATE_TEST_SUITE_P(Backends, NetLoopTest,
 					   Backend{ "poll", true, false, false }),
 			 [](const ::testing::TestParamInfo<Backend> &i) { return std::string(i.param.name); });
 
+/* ---- Zero-copy sends (io_uring only) ---- */
+
+/* Byte @i of big frame @seq's body: differs between frames and along each one. */
+uint8_t bigByte(uint64_t seq, std::size_t i)
+{
+	return static_cast<uint8_t>(seq * 131 + i * 7 + (i >> 12));
+}
+
+/* Queue frame @seq with @len body bytes on @conn, built in place as the server builds a GET_REPLY (Replier::dataInPlace). */
+bool appendBigFrame(NetLoop &loop, ConnId conn, uint64_t seq, std::size_t len)
+{
+	uint8_t *at = loop.append(conn, kHeaderBytes + len);
+	if (!at)
+		return false;
+	FrameHeader h;
+	h.kind = static_cast<uint16_t>(FrameKind::GetReply);
+	h.window = 1;
+	h.seq = seq;
+	h.bodyLen = static_cast<uint32_t>(len);
+	encodeHeader(h, at);
+	for (std::size_t i = 0; i < len; ++i)
+		at[kHeaderBytes + i] = bigByte(seq, i);
+	return true;
+}
+
+/*
+ * Reads frames from a socket on its own thread and checks that each is the
+ * next one (seq 0, 1, ...) with the length @lenOf(seq) and the bytes
+ * bigByte() says. @pause between reads of 64 KiB makes it a slow reader.
+ */
+class BigFrameReader
+{
+public:
+	BigFrameReader(int fd, uint64_t frames, std::size_t (*lenOf)(uint64_t),
+		       std::chrono::microseconds pause = std::chrono::microseconds(0))
+		: thread_([=, this] { run(fd, frames, lenOf, pause); })
+	{
+	}
+	~BigFrameReader()
+	{
+		if (thread_.joinable())
+			thread_.join();
+	}
+	bool done() const { return done_.load(std::memory_order_acquire); }
+	/* After done(): frames that were whole, in order and intact, and the first complaint. */
+	uint64_t good() const { return good_; }
+	const std::string &problem() const { return problem_; }
+	void join() { thread_.join(); }
+
+private:
+	void run(int fd, uint64_t frames, std::size_t (*lenOf)(uint64_t), std::chrono::microseconds pause)
+	{
+		std::vector<uint8_t> chunk(64 << 10);
+		for (uint64_t q = 0; q < frames && problem_.empty(); ++q) {
+			uint8_t head[kHeaderBytes];
+			if (!readAll(fd, head, sizeof(head))) {
+				problem_ = "connection ended before frame " + std::to_string(q);
+				break;
+			}
+			FrameHeader h = decodeHeader(head);
+			if (h.seq != q || h.bodyLen != lenOf(q)) {
+				problem_ = "frame " + std::to_string(q) + " came as seq " + std::to_string(h.seq) + " of " +
+					   std::to_string(h.bodyLen) + " bytes";
+				break;
+			}
+			for (std::size_t off = 0; off < h.bodyLen && problem_.empty();) {
+				std::size_t n = std::min(chunk.size(), h.bodyLen - off);
+				if (!readAll(fd, chunk.data(), n)) {
+					problem_ = "connection ended inside frame " + std::to_string(q);
+					break;
+				}
+				for (std::size_t i = 0; i < n; ++i)
+					if (chunk[i] != bigByte(q, off + i)) {
+						problem_ = "frame " + std::to_string(q) + " byte " + std::to_string(off + i) +
+							   " is wrong";
+						break;
+					}
+				off += n;
+				if (pause.count())
+					std::this_thread::sleep_for(pause);
+			}
+			if (problem_.empty())
+				++good_;
+		}
+		/* Release: good_ and problem_ before done(). */
+		done_.store(true, std::memory_order_release);
+	}
+
+	uint64_t good_ = 0;
+	std::string problem_;
+	std::atomic<bool> done_{ false };
+	std::thread thread_;
+};
+
+class ZeroCopyTest : public ::testing::Test
+{
+protected:
+	void SetUp() override
+	{
+		if (!probeNetFeatures().uring || !probeNetFeatures().sendZc)
+			GTEST_SKIP() << "no IORING_OP_SEND_ZC: " << probeNetFeatures().describe();
+	}
+
+	std::unique_ptr<NetLoop> make(Sink &sink, ZcPolicy zc, NetFeatures f = probeNetFeatures())
+	{
+		NetLoopConfig cfg;
+		cfg.zc = zc;
+		auto r = makeUringLoop(sink.handler(), cfg, f);
+		EXPECT_TRUE(r.ok()) << errorMessage(r.code());
+		if (!r.ok())
+			return nullptr;
+		sink.loop = r.value().get();
+		return std::move(r.value());
+	}
+
+	/* Poll @loop until @done() or 20 s. */
+	template<typename Done>
+	static bool drive(NetLoop &loop, Done &&done)
+	{
+		auto end = Clock::now() + std::chrono::seconds(20);
+		while (!done()) {
+			if (Clock::now() > end)
+				return false;
+			if (loop.poll() == 0)
+				std::this_thread::yield();
+		}
+		return true;
+	}
+
+	/* Every zero-copy send's notification came: the kernel holds none of the loop's buffers. */
+	static bool notified(const NetLoop &loop) { return loop.stats().zcNotifs == loop.stats().zcSends; }
+};
+
+/* Big frames of several sizes, small ones between them (below the zero-copy threshold). */
+std::size_t mixedLength(uint64_t q)
+{
+	static const std::size_t kLens[] = { 4 << 20, 100, (1 << 20) + 13, 64 << 10, 3 << 20, 5000, 2 << 20 };
+	return kLens[q % std::size(kLens)];
+}
+
+TEST_F(ZeroCopyTest, LargeFramesArriveIntactAndInOrder)
+{
+	Sink sink;
+	auto loop = make(sink, ZcPolicy::On);
+	ASSERT_TRUE(loop);
+	EXPECT_NE(loop->describe().find("send_zc>=65536"), std::string::npos) << loop->describe();
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	ConnId id = loop->addConnection(std::move(s)).value();
+	constexpr uint64_t kFrames = 21; /* 37 MiB */
+	BigFrameReader reader(c.get(), kFrames, mixedLength);
+	/* Queued a few at a time while earlier ones are in flight: sends start from fresh and held buffers. */
+	uint64_t next = 0;
+	ASSERT_TRUE(drive(*loop, [&] {
+		if (next < kFrames && loop->unsent(id) < (8 << 20)) {
+			EXPECT_TRUE(appendBigFrame(*loop, id, next, mixedLength(next)));
+			++next;
+		}
+		return reader.done();
+	}));
+	reader.join();
+	EXPECT_EQ(reader.good(), kFrames) << reader.problem();
+	EXPECT_TRUE(drive(*loop, [&] { return notified(*loop); }))
+		<< loop->stats().zcNotifs << " notifications for " << loop->stats().zcSends << " zero-copy sends";
+	const NetLoopStats &st = loop->stats();
+	EXPECT_GT(st.zcSends, 0u);
+	EXPECT_LE(st.zcSends, st.sends);
+	/* A send's completion comes before its notification: the finished buffer waited, and the next send used another. */
+	EXPECT_GT(st.zcHeld, 0u);
+	EXPECT_TRUE(sink.closed.empty());
+	std::printf("[ zc ] %llu sends, %llu zero-copy, %llu short, %llu buffers held, %llu notifications (%llu copied)\n",
+		    static_cast<unsigned long long>(st.sends), static_cast<unsigned long long>(st.zcSends),
+		    static_cast<unsigned long long>(st.shortSends), static_cast<unsigned long long>(st.zcHeld),
+		    static_cast<unsigned long long>(st.zcNotifs), static_cast<unsigned long long>(st.zcCopied));
+}
+
+std::size_t twoMiB(uint64_t) { return 2 << 20; }
+
+/* A small send buffer and a slow reader: sends take part of what they are offered and the rest follows. */
+class ZeroCopyShortSendTest : public ZeroCopyTest, public ::testing::WithParamInterface<ZcPolicy>
+{
+};
+
+TEST_P(ZeroCopyShortSendTest, ShortSendsResumeWhereTheyStopped)
+{
+	Sink sink;
+	auto loop = make(sink, GetParam());
+	ASSERT_TRUE(loop);
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	int small = 32 << 10;
+	ASSERT_EQ(setsockopt(s.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ASSERT_EQ(setsockopt(c.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	ConnId id = loop->addConnection(std::move(s)).value();
+	constexpr uint64_t kFrames = 6;
+	for (uint64_t q = 0; q < kFrames; ++q)
+		ASSERT_TRUE(appendBigFrame(*loop, id, q, twoMiB(q)));
+	BigFrameReader reader(c.get(), kFrames, twoMiB, std::chrono::microseconds(100));
+	ASSERT_TRUE(drive(*loop, [&] { return reader.done(); }));
+	reader.join();
+	EXPECT_EQ(reader.good(), kFrames) << reader.problem();
+	const NetLoopStats &st = loop->stats();
+	EXPECT_GT(st.shortSends, 0u) << "no send was short: the test did not test resumption";
+	EXPECT_EQ(st.bytesOut, kFrames * (kHeaderBytes + twoMiB(0)));
+	if (GetParam() == ZcPolicy::On) {
+		/* The resumed sends are zero-copy too (each remainder is over the threshold until the last piece). */
+		EXPECT_GT(st.zcSends, 1u);
+		EXPECT_TRUE(drive(*loop, [&] { return notified(*loop); }));
+	} else {
+		EXPECT_EQ(st.zcSends, 0u);
+	}
+	EXPECT_TRUE(sink.closed.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Zc, ZeroCopyShortSendTest, ::testing::Values(ZcPolicy::On, ZcPolicy::Off),
+			 [](const ::testing::TestParamInfo<ZcPolicy> &i) { return std::string(zcPolicyName(i.param)); });
+
+/* Queue @frames of 2 MiB to a peer that does not read, and poll until the socket is full with a zero-copy send in flight. */
+void fillWithZeroCopySends(NetLoop &loop, ConnId id, uint64_t frames)
+{
+	for (uint64_t q = 0; q < frames; ++q)
+		ASSERT_TRUE(appendBigFrame(loop, id, q, twoMiB(q)));
+	auto end = Clock::now() + std::chrono::seconds(10);
+	uint64_t out = ~uint64_t{ 0 };
+	/* Until the bytes out stop growing for 50 ms. */
+	while (Clock::now() < end) {
+		for (int i = 0; i < 50; ++i) {
+			loop.poll();
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		}
+		if (loop.stats().bytesOut == out)
+			break;
+		out = loop.stats().bytesOut;
+	}
+	ASSERT_GT(loop.stats().zcSends, 0u);
+	ASSERT_GT(loop.unsent(id), 0u) << "the peer took everything: nothing is in flight";
+}
+
+TEST_F(ZeroCopyTest, ClosingAConnectionWithAZeroCopySendInFlightWaitsForTheKernel)
+{
+	const uint64_t abandonedBefore = abandonedZeroCopyBuffers();
+	Sink sink;
+	auto loop = make(sink, ZcPolicy::On);
+	ASSERT_TRUE(loop);
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	int small = 64 << 10;
+	ASSERT_EQ(setsockopt(s.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ConnId id = loop->addConnection(std::move(s)).value();
+	fillWithZeroCopySends(*loop, id, 8);
+	ASSERT_EQ(loop->close(id), RMA_SUCCESS);
+	EXPECT_EQ(loop->unsent(id), 0u);
+	for (int i = 0; i < 20; ++i)
+		loop->poll();
+	/* The peer goes without reading: its RST makes the kernel drop the skbs, and the notifications come. */
+	c.reset();
+	EXPECT_TRUE(drive(*loop, [&] { return notified(*loop); }))
+		<< loop->stats().zcNotifs << " notifications for " << loop->stats().zcSends << " zero-copy sends";
+	EXPECT_TRUE(sink.closed.empty()) << "our own close: no callback";
+	loop.reset();
+	EXPECT_EQ(abandonedZeroCopyBuffers(), abandonedBefore);
+}
+
+TEST_F(ZeroCopyTest, DestroyingTheLoopWithAZeroCopySendInFlightAbortsAndWaits)
+{
+	const uint64_t abandonedBefore = abandonedZeroCopyBuffers();
+	Sink sink;
+	auto loop = make(sink, ZcPolicy::On);
+	ASSERT_TRUE(loop);
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	int small = 64 << 10;
+	ASSERT_EQ(setsockopt(s.get(), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ConnId id = loop->addConnection(std::move(s)).value();
+	fillWithZeroCopySends(*loop, id, 8);
+	/* The peer is alive but reads nothing: the destructor must abort the connection to get its buffers back. */
+	auto t0 = Clock::now();
+	loop.reset();
+	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+	EXPECT_EQ(abandonedZeroCopyBuffers(), abandonedBefore) << "a buffer the kernel might still read was kept";
+	/* The peer sees the connection end (reset) after what had arrived. */
+	int fl = fcntl(c.get(), F_GETFL);
+	ASSERT_EQ(fcntl(c.get(), F_SETFL, fl | O_NONBLOCK), 0);
+	std::vector<uint8_t> sinkBuf(1 << 20);
+	bool ended = false;
+	for (auto end = Clock::now() + std::chrono::seconds(5); !ended && Clock::now() < end;) {
+		ssize_t r = ::recv(c.get(), sinkBuf.data(), sinkBuf.size(), 0);
+		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			ended = true;
+		else if (r < 0)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	EXPECT_TRUE(ended);
+}
+
+TEST_F(ZeroCopyTest, OffAndAKernelWithoutTheOpGivePlainSends)
+{
+	NetFeatures without = probeNetFeatures();
+	without.sendZc = false;
+	without.sendZcReportUsage = false;
+	struct Case {
+		const char *name;
+		ZcPolicy zc;
+		NetFeatures features;
+	};
+	for (const Case &k : { Case{ "RMA_NET_ZC=off", ZcPolicy::Off, probeNetFeatures() },
+			       Case{ "no SEND_ZC in the kernel", ZcPolicy::On, without } }) {
+		SCOPED_TRACE(k.name);
+		Sink sink;
+		auto loop = make(sink, k.zc, k.features);
+		ASSERT_TRUE(loop);
+		EXPECT_EQ(loop->describe().find("send_zc"), std::string::npos) << loop->describe();
+		auto [s, c] = net::loopbackTcpPair();
+		ASSERT_TRUE(s.isValid() && c.isValid());
+		ConnId id = loop->addConnection(std::move(s)).value();
+		for (uint64_t q = 0; q < 4; ++q)
+			ASSERT_TRUE(appendBigFrame(*loop, id, q, twoMiB(q)));
+		BigFrameReader reader(c.get(), 4, twoMiB);
+		ASSERT_TRUE(drive(*loop, [&] { return reader.done(); }));
+		reader.join();
+		EXPECT_EQ(reader.good(), 4u) << reader.problem();
+		EXPECT_GT(loop->stats().sends, 0u);
+		EXPECT_EQ(loop->stats().zcSends, 0u);
+		EXPECT_EQ(loop->stats().zcNotifs, 0u);
+	}
+}
+
+TEST_F(ZeroCopyTest, AutoGoesBackToPlainSendsWhereTheKernelCopies)
+{
+	if (!probeNetFeatures().sendZcReportUsage)
+		GTEST_SKIP() << "the kernel cannot report copies (IORING_SEND_ZC_REPORT_USAGE, 6.2): auto sends plain";
+	Sink sink;
+	auto loop = make(sink, ZcPolicy::Auto);
+	ASSERT_TRUE(loop);
+	EXPECT_NE(loop->describe().find("send_zc>=65536 (auto"), std::string::npos) << loop->describe();
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	ConnId id = loop->addConnection(std::move(s)).value();
+	/* One frame at a time, each sent whole before the next is queued: loopback delivers locally, so copies. */
+	constexpr uint64_t kFrames = 16;
+	BigFrameReader reader(c.get(), kFrames, twoMiB);
+	uint64_t next = 0;
+	ASSERT_TRUE(drive(*loop, [&] {
+		if (next < kFrames && loop->unsent(id) == 0) {
+			EXPECT_TRUE(appendBigFrame(*loop, id, next, twoMiB(next)));
+			++next;
+		}
+		return reader.done();
+	}));
+	reader.join();
+	EXPECT_EQ(reader.good(), kFrames) << reader.problem();
+	EXPECT_TRUE(drive(*loop, [&] { return notified(*loop); }));
+	const NetLoopStats &st = loop->stats();
+	EXPECT_GT(st.zcSends, 0u) << "auto never tried zero-copy";
+	EXPECT_GT(st.zcCopied, 0u) << "loopback, yet the kernel reported no copy";
+	EXPECT_GT(st.sends - st.zcSends, 0u) << "auto kept zero-copy after the kernel reported a copy";
+	EXPECT_LT(st.zcSends, kFrames);
+}
+
+TEST_F(ZeroCopyTest, ASocketThatRefusesZeroCopyGetsPlainSends)
+{
+	Sink sink;
+	auto loop = make(sink, ZcPolicy::On);
+	ASSERT_TRUE(loop);
+	int sv[2];
+	ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	UniqueFd s(sv[0]), c(sv[1]);
+	ConnId id = loop->addConnection(std::move(s)).value();
+	for (uint64_t q = 0; q < 3; ++q)
+		ASSERT_TRUE(appendBigFrame(*loop, id, q, twoMiB(q)));
+	BigFrameReader reader(c.get(), 3, twoMiB);
+	ASSERT_TRUE(drive(*loop, [&] { return reader.done(); }));
+	reader.join();
+	EXPECT_EQ(reader.good(), 3u) << reader.problem();
+	EXPECT_TRUE(sink.closed.empty()) << "a refused SEND_ZC is no reason to close";
+	EXPECT_LE(loop->stats().zcSends, 1u) << "tried again after the socket refused";
+	EXPECT_TRUE(drive(*loop, [&] { return notified(*loop); }));
+}
+
 /* ---- Choosing a backend ---- */
 
 TEST(NetLoopPolicyTest, ParsesTheKnob)
@@ -450,6 +832,23 @@ TEST(NetLoopPolicyTest, ParsesTheKnob)
 	ASSERT_FALSE(bad.ok());
 	EXPECT_EQ(errorClass(bad.code()), RMA_ERR_ARG);
 	EXPECT_NE(errorMessage(bad.code()).find("RMA_NET_URING='sometimes'"), std::string::npos);
+}
+
+TEST(NetLoopPolicyTest, ParsesTheZeroCopyKnob)
+{
+	EXPECT_EQ(parseZcPolicy(nullptr).value(), ZcPolicy::Auto);
+	EXPECT_EQ(parseZcPolicy("auto").value(), ZcPolicy::Auto);
+	EXPECT_EQ(parseZcPolicy("on").value(), ZcPolicy::On);
+	EXPECT_EQ(parseZcPolicy("off").value(), ZcPolicy::Off);
+	auto bad = parseZcPolicy("yes");
+	ASSERT_FALSE(bad.ok());
+	EXPECT_EQ(errorClass(bad.code()), RMA_ERR_ARG);
+	EXPECT_NE(errorMessage(bad.code()).find("RMA_NET_ZC='yes'"), std::string::npos);
+	setenv("RMA_NET_ZC", "off", 1);
+	auto env = zcPolicyFromEnvironment();
+	unsetenv("RMA_NET_ZC");
+	ASSERT_TRUE(env.ok());
+	EXPECT_EQ(env.value(), ZcPolicy::Off);
 }
 
 TEST(NetLoopPolicyTest, OffForcesThePollBackend)
