@@ -355,7 +355,13 @@ typedef struct rma_bootstrap_ops {
  * made at the first window, as after rma_init(). rma_finalize() then ends
  * librma only (a world barrier through @p ops), never the process.
  * @param[in] ops       Copied; its callbacks must stay callable until rma_finalize() returns.
- * @param[in] required  RMA_THREAD_SINGLE ... RMA_THREAD_MULTIPLE.
+ * @param[in] required  RMA_THREAD_SINGLE ... RMA_THREAD_MULTIPLE. Up to
+ *                      SERIALIZED the ranks of a host meet for collectives on
+ *                      librma's shared-memory board; RMA_THREAD_MULTIPLE says
+ *                      that the caller may run collectives of different
+ *                      communicators from several threads at once (serializing
+ *                      everything else itself), and then they meet through
+ *                      @p ops->allgather and the host-local channel.
  * @param[out] provided min(required, RMA_THREAD_SERIALIZED).
  * @return RMA_SUCCESS; RMA_ERR_ARG for a NULL or unknown-version @p ops, a
  *         NULL callback, or rank/size/host_of out of range; RMA_ERR_OTHER if

@@ -143,7 +143,7 @@ RMA_EXPORT int rma_init_external(const rma_bootstrap_ops *ops, int required, int
 	if (rt.initialized)
 		return makeError(RMA_ERR_OTHER, "rma_init_external: librma is already %s",
 				 rt.finalized ? "finalized" : "initialized");
-	RMA_TRY(initRuntime(ops));
+	RMA_TRY(initRuntime(ops, required == RMA_THREAD_MULTIPLE));
 	*provided = std::min(required, RMA_THREAD_SERIALIZED);
 	return RMA_SUCCESS;
 }

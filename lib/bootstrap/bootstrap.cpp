@@ -143,7 +143,7 @@ int BootstrapBase::setUpHostBoard()
 	};
 	Offer offer{ 1, -1 };
 	HostBoard board;
-	if (rank_ == leader) {
+	if (rank_ == leader && boardAllowed()) {
 		if (auto made = HostBoard::create(slots)) {
 			board = std::move(made.value());
 			offer = { 0, board.fd() };
@@ -164,7 +164,9 @@ int BootstrapBase::setUpHostBoard()
 		int32_t reopened;
 	};
 	Verdict mine{ 1, 1 };
-	if (rank_ != leader) {
+	if (!boardAllowed())
+		mine.mapped = 0; /* a rank that cannot use it: nobody does */
+	else if (rank_ != leader) {
 		mine.mapped = 0;
 		if (first.fds.size() == 1) {
 			if (auto mapped = HostBoard::attach(first.fds.front().release(), slots)) {

@@ -59,6 +59,12 @@ protected:
 	 */
 	virtual uint64_t hostKey() const;
 
+	/*
+	 * Whether this process may meet on the host's board: it has one slot
+	 * per process, so not if it runs collectives of several threads at
+	 * once. Every local rank must allow it, or none uses it.
+	 */
+	virtual bool boardAllowed() const { return true; }
 	/* A start-up collective of the bootstrap itself (ctx 0; seq 0 is init's). */
 	int bootstrapExchange(uint64_t seq, std::span<const int> members, int myIndex, std::span<const std::byte> data,
 			      std::span<const int> fds, GatherResult &out)

@@ -37,7 +37,7 @@ int ChannelBootstrap::startChannel(uint64_t jobId, int rank, int size)
 	channel_.emplace(std::move(channel.value()));
 	RMA_TRY(init(rank, size));
 	RMA_TRY(shareJobStatus());
-	return boardAllowed() ? setUpHostBoard() : RMA_SUCCESS;
+	return setUpHostBoard();
 }
 
 int ChannelBootstrap::shareJobStatus()

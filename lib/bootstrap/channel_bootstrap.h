@@ -59,11 +59,6 @@ protected:
 	int exchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 		     std::span<const std::byte> data, std::span<const int> fds, GatherResult &out) final;
 
-	/*
-	 * Whether collectives may meet on the host's board (one slot per
-	 * process: a process runs one collective at a time there).
-	 */
-	virtual bool boardAllowed() const { return true; }
 	/* This host's ranks, ascending; set by the implementation before startChannel(). */
 	std::vector<int> localPeers_;
 

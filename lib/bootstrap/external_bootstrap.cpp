@@ -18,7 +18,7 @@ constexpr int kMaxRanks = 1 << 24;
 class ExternalBootstrap final : public ChannelBootstrap
 {
 public:
-	explicit ExternalBootstrap(const rma_bootstrap_ops &ops) : ops_(ops) {}
+	ExternalBootstrap(const rma_bootstrap_ops &ops, bool concurrent) : ops_(ops), concurrent_(concurrent) {}
 	ExternalBootstrap(const ExternalBootstrap &) = delete;
 	ExternalBootstrap &operator=(const ExternalBootstrap &) = delete;
 	~ExternalBootstrap() override { closeChannel(); }
@@ -45,12 +45,11 @@ public:
 
 protected:
 	/*
-	 * No board: the MPI drop-in creates windows of several threads at once
-	 * under MPI_THREAD_MULTIPLE (mpi_thread_test), and the board has one
-	 * slot per process. The program's MPI already meets fast in shared
-	 * memory; only the descriptors take the host channel.
+	 * No board when the caller runs collectives of several threads at once
+	 * (the MPI drop-in under MPI_THREAD_MULTIPLE, mpi_thread_test): the
+	 * board has one slot per process.
 	 */
-	bool boardAllowed() const override { return false; }
+	bool boardAllowed() const override { return !concurrent_; }
 	int dataRound(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 		      std::span<const std::byte> mine, std::span<std::byte> gathered) override
 	{
@@ -66,11 +65,12 @@ protected:
 
 private:
 	rma_bootstrap_ops ops_;
+	bool concurrent_;
 };
 
 } /* namespace */
 
-Result<std::unique_ptr<Bootstrap>> startExternalBootstrap(const rma_bootstrap_ops &ops)
+Result<std::unique_ptr<Bootstrap>> startExternalBootstrap(const rma_bootstrap_ops &ops, bool concurrent)
 {
 	using Ptr = std::unique_ptr<Bootstrap>;
 	if (ops.version != RMA_BOOTSTRAP_OPS_VERSION)
@@ -85,7 +85,7 @@ Result<std::unique_ptr<Bootstrap>> startExternalBootstrap(const rma_bootstrap_op
 	if (ops.size < 1 || ops.size > kMaxRanks || ops.rank < 0 || ops.rank >= ops.size)
 		return Result<Ptr>::failure(
 			makeError(RMA_ERR_ARG, "rma_init_external: rank %d of a world of %d", ops.rank, ops.size));
-	auto boot = std::make_unique<ExternalBootstrap>(ops);
+	auto boot = std::make_unique<ExternalBootstrap>(ops, concurrent);
 	if (int rc = boot->start(); rc != RMA_SUCCESS)
 		return Result<Ptr>::failure(rc);
 	return Ptr(std::move(boot));

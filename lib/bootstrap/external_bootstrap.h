@@ -23,7 +23,9 @@ namespace librma {
  * over the external world). Errors: RMA_ERR_ARG for an unknown ops version,
  * a NULL callback or host_of, rank or size out of range; RMA_ERR_INTERN when
  * the runtime's allgather fails or the host channel cannot listen.
+ * @concurrent: the caller may run collectives of several threads at once
+ * (the MPI drop-in under MPI_THREAD_MULTIPLE): then no host board.
  */
-Result<std::unique_ptr<Bootstrap>> startExternalBootstrap(const rma_bootstrap_ops &ops);
+Result<std::unique_ptr<Bootstrap>> startExternalBootstrap(const rma_bootstrap_ops &ops, bool concurrent = false);
 
 } /* namespace librma */

@@ -772,7 +772,7 @@ void printReach(const Bootstrap &boot)
 
 } /* namespace */
 
-int initRuntime(const rma_bootstrap_ops *external)
+int initRuntime(const rma_bootstrap_ops *external, bool concurrent)
 {
 	Runtime &rt = runtime();
 	/* First, so that a bad variable fails every rank alike before any collective. */
@@ -784,7 +784,7 @@ int initRuntime(const rma_bootstrap_ops *external)
 	progressState().config = progress.value();
 
 	{
-		auto boot = external ? startExternalBootstrap(*external) : Bootstrap::fromEnvironment();
+		auto boot = external ? startExternalBootstrap(*external, concurrent) : Bootstrap::fromEnvironment();
 		if (!boot)
 			return boot.code();
 		rt.bootstrap = std::move(boot.value());

@@ -202,7 +202,8 @@ Runtime &runtime();
  * when given, rma_init_external's runtime; else Bootstrap::fromEnvironment()), world
  * and self communicators, predefined handles, and the host's doorbell segment.
  */
-int initRuntime(const rma_bootstrap_ops *external = nullptr);
+/* @concurrent: rma_init_external() with RMA_THREAD_MULTIPLE (collectives of several threads at once). */
+int initRuntime(const rma_bootstrap_ops *external = nullptr, bool concurrent = false);
 /* Barrier over the world, stop this process's agent thread, then drop everything. */
 int finalizeRuntime();
 

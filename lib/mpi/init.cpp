@@ -230,9 +230,14 @@ void initShim(int provided)
 	ops.allgather = allgatherCb;
 	ops.abort = abortCb;
 	int rmaProvided = 0;
-	/* min(provided, SERIALIZED): the shim serializes calls per window under MULTIPLE (§6.1). */
+	/*
+	 * librma provides at most SERIALIZED: the shim serializes calls per
+	 * window under MULTIPLE (§6.1). MULTIPLE still tells librma that
+	 * window creations of several threads may run at once (no host board).
+	 */
 	int required = provided == MPI_THREAD_SINGLE	 ? RMA_THREAD_SINGLE
 		       : provided == MPI_THREAD_FUNNELED ? RMA_THREAD_FUNNELED
+		       : provided == MPI_THREAD_MULTIPLE ? RMA_THREAD_MULTIPLE
 							 : RMA_THREAD_SERIALIZED;
 	int rc = rma_init_external(&ops, required, &rmaProvided);
 	/* Every rank must agree, or the windows' votes would split the job. */
