@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,6 +71,8 @@ int BootstrapBase::consistentAllgather(uint64_t ctx, uint64_t seq, std::span<con
 {
 	if (ctx == kBootstrapCtx)
 		return makeError(RMA_ERR_ARG, "allgather: context 0 is reserved for the bootstrap");
+	/* A call that the launcher's path would refuse is refused before either path is taken. */
+	RMA_TRY(checkArgs(ctx, seq, members, myIndex, data, fds));
 	/* Members of one collective decide alike: the members, the data length and the host's board. */
 	if (board_.valid() && members.size() > 1 && HostBoard::fits(data.size())) {
 		bool local = true;
@@ -115,58 +118,74 @@ int BootstrapBase::boardExchange(uint64_t ctx, uint64_t seq, std::span<const int
 
 int BootstrapBase::setUpHostBoard()
 {
-	/*
-	 * RMA_BOOT_BOARD: 0 never, 1 always, unset: when the host's ranks do
-	 * not outnumber its CPUs. With more ranks than CPUs, sleeping waiters
-	 * woken one by one lose to the launcher's single answer (4 ranks on 2
-	 * CPUs: 85 µs against 38 µs per collective), so the socket stays.
-	 * Every local rank decides alike (the same count, the same machine).
-	 */
-	const char *knob = knobValue("RMA_BOOT_BOARD");
-	if (knob && std::string_view(knob) == "0")
-		return RMA_SUCCESS;
 	std::vector<int> local;
 	for (int r = 0; r < size_; ++r)
 		if (hosts_[static_cast<std::size_t>(r)] == hosts_[static_cast<std::size_t>(rank_)])
 			local.push_back(r);
-	const bool crowded = local.size() > static_cast<std::size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-	if (local.size() < 2 || (crowded && !(knob && std::string_view(knob) == "1")))
+	if (local.size() < 2)
 		return RMA_SUCCESS;
+	/*
+	 * RMA_BOOT_BOARD: 0 never, 1 always, unset: when the host's ranks do
+	 * not outnumber its CPUs. With more ranks than CPUs, sleeping waiters
+	 * woken one by one do no better than the launcher's single answer (4
+	 * ranks on 2 CPUs under rmarun: a barrier 46-48 µs against 38-42 µs,
+	 * a 4 KiB window 330 µs against 371-382 µs), so the socket stays.
+	 * Each rank says whether it is willing in the first round, which every
+	 * local rank joins whatever it decides (the variable may differ
+	 * between ranks): one unwilling rank keeps the board from all.
+	 */
+	const char *knob = knobValue("RMA_BOOT_BOARD");
+	const bool crowded = local.size() > static_cast<std::size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+	const bool willing = boardAllowed() && !(knob && std::string_view(knob) == "0") &&
+			     !(crowded && !(knob && std::string_view(knob) == "1"));
 	const int leader = local.front();
 	const int myIndex = static_cast<int>(std::find(local.begin(), local.end(), rank_) - local.begin());
 	const auto slots = static_cast<uint32_t>(local.size());
 
-	/* The leader makes the board and offers it (status 0) with its descriptor number there. */
+	/*
+	 * Round 1: each rank's willingness and pid namespace (pids and
+	 * /proc/PID/fd mean nothing across namespaces); the leader's board,
+	 * with its descriptor's number and identity there.
+	 */
 	struct Offer {
-		int32_t status;
-		int32_t fd;
+		int32_t willing;
+		int32_t fd;       /* the leader's board descriptor; -1: none */
+		uint64_t pidNs;   /* inode of /proc/self/ns/pid (0: unknown) */
+		uint64_t dev, ino; /* the board's identity (leader) */
 	};
-	Offer offer{ 1, -1 };
+	struct stat ns{};
+	Offer offer{ willing ? 1 : 0, -1, stat("/proc/self/ns/pid", &ns) == 0 ? static_cast<uint64_t>(ns.st_ino) : 0, 0, 0 };
 	HostBoard board;
-	if (rank_ == leader && boardAllowed()) {
+	if (rank_ == leader && willing) {
 		if (auto made = HostBoard::create(slots)) {
 			board = std::move(made.value());
-			offer = { 0, board.fd() };
+			struct stat st{};
+			if (fstat(board.fd(), &st) == 0) {
+				offer.fd = board.fd();
+				offer.dev = static_cast<uint64_t>(st.st_dev);
+				offer.ino = static_cast<uint64_t>(st.st_ino);
+			}
 		}
 	}
 	const int boardFd = board.fd();
 	GatherResult first;
 	RMA_TRY(checkedExchange(kBootstrapCtx, 2, local, myIndex, { reinterpret_cast<const std::byte *>(&offer), sizeof(offer) },
-				offer.status == 0 ? std::span<const int>(&boardFd, 1) : std::span<const int>(), first));
-	Offer leaders;
-	std::memcpy(&leaders, first.data.data(), sizeof(leaders));
-	if (leaders.status != 0)
-		return RMA_SUCCESS; /* every local rank sees it: no board */
+				offer.fd >= 0 ? std::span<const int>(&boardFd, 1) : std::span<const int>(), first));
+	std::vector<Offer> offers(local.size());
+	std::memcpy(offers.data(), first.data.data(), offers.size() * sizeof(Offer));
+	bool usable = offers.front().fd >= 0;
+	for (const Offer &o : offers)
+		usable = usable && o.willing && o.pidNs != 0 && o.pidNs == offers.front().pidNs;
+	if (!usable)
+		return RMA_SUCCESS; /* every local rank sees the same offers: no board */
 
-	/* Each other rank maps it and tries reopening the leader's descriptor as the board will. */
+	/* Round 2: each other rank maps it and reopens the leader's descriptor as the board will (same file?). */
 	struct Verdict {
 		int32_t mapped;
 		int32_t reopened;
 	};
 	Verdict mine{ 1, 1 };
-	if (!boardAllowed())
-		mine.mapped = 0; /* a rank that cannot use it: nobody does */
-	else if (rank_ != leader) {
+	if (rank_ != leader) {
 		mine.mapped = 0;
 		if (first.fds.size() == 1) {
 			if (auto mapped = HostBoard::attach(first.fds.front().release(), slots)) {
@@ -176,9 +195,12 @@ int BootstrapBase::setUpHostBoard()
 		}
 		char path[64];
 		std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", static_cast<int>(pids_[static_cast<std::size_t>(leader)]),
-			      leaders.fd);
+			      offers.front().fd);
 		UniqueFd probe(open(path, O_RDWR | O_CLOEXEC));
-		mine.reopened = probe.isValid() ? 1 : 0;
+		struct stat st{};
+		mine.reopened = probe.isValid() && fstat(probe.get(), &st) == 0 &&
+				static_cast<uint64_t>(st.st_dev) == offers.front().dev &&
+				static_cast<uint64_t>(st.st_ino) == offers.front().ino;
 	}
 	GatherResult second;
 	RMA_TRY(checkedExchange(kBootstrapCtx, 3, local, myIndex, { reinterpret_cast<const std::byte *>(&mine), sizeof(mine) },
@@ -239,6 +261,13 @@ int BootstrapBase::init(int rank, int size)
 int BootstrapBase::checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 				   std::span<const std::byte> data, std::span<const int> fds, GatherResult &out)
 {
+	RMA_TRY(checkArgs(ctx, seq, members, myIndex, data, fds));
+	return exchange(ctx, seq, members, myIndex, data, fds, out);
+}
+
+int BootstrapBase::checkArgs(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+			     std::span<const std::byte> data, std::span<const int> fds) const
+{
 	if (members.empty() || members.size() > static_cast<std::size_t>(size_) || myIndex < 0 ||
 	    static_cast<std::size_t>(myIndex) >= members.size() || members[myIndex] != rank_)
 		return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: rank %d is not member %d of %zu",
@@ -252,7 +281,7 @@ int BootstrapBase::checkedExchange(uint64_t ctx, uint64_t seq, std::span<const i
 	if (data.size() > boot::kMaxMessageBytes / members.size() || fds.size() > boot::kMaxMessageFds)
 		return makeError(RMA_ERR_ARG, "allgather ctx=%llu seq=%llu: %zu bytes and %zu descriptors is too much",
 				 (unsigned long long)ctx, (unsigned long long)seq, data.size(), fds.size());
-	return exchange(ctx, seq, members, myIndex, data, fds, out);
+	return RMA_SUCCESS;
 }
 
 std::string Bootstrap::hostName() const

@@ -78,6 +78,9 @@ private:
 			  std::span<const std::byte> data, std::span<const int> fds, GatherResult &out);
 	HostBoard board_;
 	std::vector<uint32_t> boardSlot_; /* world rank -> its slot on this host's board (UINT32_MAX: another host) */
+	/* RMA_ERR_ARG for members, an index or sizes that no exchange takes. */
+	int checkArgs(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
+		      std::span<const std::byte> data, std::span<const int> fds) const;
 	int checkedExchange(uint64_t ctx, uint64_t seq, std::span<const int> members, int myIndex,
 			    std::span<const std::byte> data, std::span<const int> fds, GatherResult &out);
 };

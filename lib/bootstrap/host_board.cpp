@@ -52,15 +52,23 @@ struct HostBoard::Slot {
 	/* Rung (seq_cst) after every publish and finish; sleepers FUTEX_WAIT on it, counted in waiters. */
 	alignas(64) std::atomic<uint32_t> bell;
 	std::atomic<uint32_t> waiters;
-	alignas(64) int32_t fds[kFds];
+	/* Each descriptor's number and identity: a reopened one must be the same file. */
+	struct Fd {
+		int32_t fd;
+		uint32_t pad;
+		uint64_t dev;
+		uint64_t ino;
+	};
+	alignas(64) Fd fds[kFds];
 	alignas(64) std::byte data[kDataBytes];
 };
 static_assert(sizeof(HostBoard::Slot) <= HostBoard::kSlotBytes);
-static_assert(offsetof(HostBoard::Slot, data) <= HostBoard::kHeaderBytes + HostBoard::kFds * sizeof(int32_t));
+static_assert(offsetof(HostBoard::Slot, data) <= HostBoard::kHeaderBytes + HostBoard::kFds * 24);
 
 HostBoard::HostBoard(HostBoard &&other) noexcept
     : fd_(std::move(other.fd_)), base_(std::exchange(other.base_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
-      slots_(std::exchange(other.slots_, 0)), reopen_(other.reopen_)
+      slots_(std::exchange(other.slots_, 0)), reopen_(other.reopen_), oversubscribed_(other.oversubscribed_),
+      pending_(std::move(other.pending_))
 {
 }
 
@@ -74,6 +82,8 @@ HostBoard &HostBoard::operator=(HostBoard &&other) noexcept
 		bytes_ = std::exchange(other.bytes_, 0);
 		slots_ = std::exchange(other.slots_, 0);
 		reopen_ = other.reopen_;
+		oversubscribed_ = other.oversubscribed_;
+		pending_ = std::move(other.pending_);
 	}
 	return *this;
 }
@@ -207,8 +217,12 @@ int HostBoard::waitFor(Slot &own, std::size_t member, const std::function<bool(s
 		own.waiters.fetch_sub(1, std::memory_order_relaxed);
 		if (done || ready())
 			return RMA_SUCCESS;
+		/*
+		 * Ready after all: a member that published and then died has
+		 * still arrived, for every member alike (all look at its slot).
+		 */
 		if (dead(member))
-			return RMA_ERR_PROC_FAILED;
+			return ready() ? RMA_SUCCESS : RMA_ERR_PROC_FAILED;
 	}
 }
 
@@ -245,8 +259,11 @@ int HostBoard::allgather(uint64_t ctx, uint64_t seq, std::span<const int> member
 	me.seq.store(seq, std::memory_order_relaxed);
 	me.len.store(static_cast<uint32_t>(len), std::memory_order_relaxed);
 	me.nfds.store(static_cast<uint32_t>(fds.size()), std::memory_order_relaxed);
-	for (std::size_t i = 0; i < fds.size() && i < kFds; ++i)
-		me.fds[i] = fds[i];
+	for (std::size_t i = 0; i < fds.size() && i < kFds; ++i) {
+		struct stat st{};
+		(void)fstat(fds[i], &st); /* a bad descriptor's identity (0, 0) matches no reopened file */
+		me.fds[i] = Slot::Fd{ fds[i], 0, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino) };
+	}
 	if (len)
 		std::memcpy(me.data, data.data(), len);
 	const uint64_t mine = v + 2;
@@ -300,11 +317,21 @@ int HostBoard::allgather(uint64_t ctx, uint64_t seq, std::span<const int> member
 				ver = v1;
 				return true;
 			});
-			if (rc != RMA_SUCCESS)
+			if (rc != RMA_SUCCESS) {
+				/*
+				 * It died without publishing: every member fails alike
+				 * (none can see it). We read nothing more: finished, and
+				 * the others' sleepers woken to see that.
+				 */
+				me.finished.store(mine, std::memory_order_release);
+				for (std::size_t j = 0; j < n; ++j)
+					if (j != static_cast<std::size_t>(myIndex))
+						ring(slot(slots[j])->bell, slot(slots[j])->waiters);
 				return makeError(RMA_ERR_PROC_FAILED,
 						 "allgather ctx=%llu seq=%llu: rank %d (pid %d) died before it joined",
 						 (unsigned long long)ctx, (unsigned long long)seq, members[i],
 						 static_cast<int>(pids[i]));
+			}
 			/*
 			 * Stable now: its owner rewrites it only after we report
 			 * finished below. A length that differs (a caller's bug)
@@ -338,8 +365,16 @@ int HostBoard::allgather(uint64_t ctx, uint64_t seq, std::span<const int> member
 					fd = fcntl(fds[static_cast<std::size_t>(k)], F_DUPFD_CLOEXEC, 0);
 				} else {
 					char path[64];
-					std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", static_cast<int>(pids[i]), s.fds[k]);
+					std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", static_cast<int>(pids[i]), s.fds[k].fd);
 					fd = open(path, O_RDWR | O_CLOEXEC);
+					/* The same file, not another process's that happens to bear the pid (namespaces). */
+					struct stat st{};
+					if (fd >= 0 && (fstat(fd, &st) < 0 || static_cast<uint64_t>(st.st_dev) != s.fds[k].dev ||
+							static_cast<uint64_t>(st.st_ino) != s.fds[k].ino)) {
+						close(fd);
+						fd = -1;
+						errno = ESTALE;
+					}
 				}
 				if (fd < 0) {
 					failed = errno;
@@ -382,12 +417,8 @@ int HostBoard::allgather(uint64_t ctx, uint64_t seq, std::span<const int> member
 			continue;
 		Slot &s = *slot(slots[i]);
 		const uint64_t want = seen[i];
-		int rc = waitFor(me, i, dead, [&] { return s.finished.load(std::memory_order_acquire) >= want; });
-		if (rc != RMA_SUCCESS)
-			return makeError(RMA_ERR_PROC_FAILED,
-					 "allgather ctx=%llu seq=%llu: rank %d (pid %d) died in the collective",
-					 (unsigned long long)ctx, (unsigned long long)seq, members[i],
-					 static_cast<int>(pids[i]));
+		/* A member that died reads nothing more: done with ours all the same. */
+		(void)waitFor(me, i, dead, [&] { return s.finished.load(std::memory_order_acquire) >= want; });
 	}
 	if (mismatch >= 0)
 		return makeError(RMA_ERR_INTERN,

@@ -66,7 +66,7 @@ public:
 	static constexpr std::size_t kFds = 32;
 	static constexpr std::size_t kHeaderBytes = 256;
 	/* Per-member data that fits a slot. */
-	static constexpr std::size_t kDataBytes = kSlotBytes - kHeaderBytes - kFds * sizeof(int32_t);
+	static constexpr std::size_t kDataBytes = kSlotBytes - kHeaderBytes - kFds * 24;
 
 	HostBoard() = default;
 	HostBoard(HostBoard &&other) noexcept;
@@ -108,25 +108,25 @@ public:
 
 private:
 	Slot *slot(uint32_t i) const;
-	/* Wait until @ready() (a change of slot @s); RMA_ERR_PROC_FAILED if @dead(@member) meanwhile. */
+	/* Wait until @ready(), asleep on our own slot @s's bell; RMA_ERR_PROC_FAILED if @dead(@member) and still not ready. */
 	template<typename Ready>
 	int waitFor(Slot &s, std::size_t member, const std::function<bool(std::size_t)> &dead, Ready &&ready) const;
 	static constexpr int64_t kSpinNs = 50'000;
 	static constexpr long kNapNs = 20'000'000;
-	bool oversubscribed_ = false;
 	/* Members of our last collective and the finish each must reach before our slot is reused. */
 	struct Pending {
 		uint32_t slot;
 		uint64_t want;
 		pid_t pid;
 	};
-	std::vector<Pending> pending_;
 
 	UniqueFd fd_;
 	std::byte *base_ = nullptr;
 	std::size_t bytes_ = 0;
 	uint32_t slots_ = 0;
 	bool reopen_ = false;
+	bool oversubscribed_ = false;
+	std::vector<Pending> pending_;
 };
 
 } /* namespace librma */

@@ -471,6 +471,25 @@ TEST_F(BoardTest, LengthMismatchFailsEveryMemberAndTheJobGoesOn)
 	EXPECT_EQ(status, 0);
 }
 
+TEST_F(BoardTest, RanksThatDisagreeAboutTheBoardAllMeetThroughTheLauncher)
+{
+	/* RMA_BOOT_BOARD may differ between ranks: set-up must neither hang nor split the host. */
+	int status = runRanks(3, [](int rank) {
+		if (rank == 1)
+			setenv("RMA_BOOT_BOARD", "0", 1);
+		JOIN(b);
+		std::vector<std::byte> mine = contribution(rank, 32);
+		GatherResult out;
+		for (uint64_t s = 1; s <= 20; ++s) {
+			ASSERT_EQ(b.consistentAllgather(1, s, worldOf(b), rank, mine, {}, out), RMA_SUCCESS);
+			expectGathered(out.data, worldOf(b), 32);
+		}
+		/* The launcher's instance ids (a job-wide count), not the board's (bit 39). */
+		EXPECT_EQ(out.instance & (uint64_t(1) << 39), 0u);
+	});
+	EXPECT_EQ(status, 0);
+}
+
 TEST_F(BoardTest, AMemberThatExitsFailsTheWaitersInsteadOfHanging)
 {
 	int status = runRanks(3, [](int rank) {
