@@ -85,10 +85,6 @@ int Comm::barrier()
 	return allgather({}, {}, out);
 }
 
-namespace {
-uint64_t freshContext(uint64_t instance, uint64_t lowest);
-} /* namespace */
-
 int Comm::split(int color, int key, std::shared_ptr<Comm> &newComm)
 {
 	int mine[2] = { color, key };
@@ -137,6 +133,9 @@ uint64_t digest(uint64_t hash, uint64_t word)
 	return hash;
 }
 
+
+} /* namespace */
+
 /*
  * A new communicator's context from its meeting's instance id (unique in
  * the job, any 64 bits: the launcher's counter, a hub's rank and counter)
@@ -159,8 +158,6 @@ uint64_t freshContext(uint64_t instance, uint64_t lowest)
 	h &= (uint64_t(1) << 62) - 1;
 	return h < 16 ? h + 16 : h;
 }
-
-} /* namespace */
 
 int Comm::createGroup(const Group &group, int tag, std::shared_ptr<Comm> &newComm)
 {

@@ -204,6 +204,13 @@ Runtime &runtime();
  */
 /* @concurrent: rma_init_external() with RMA_THREAD_MULTIPLE (collectives of several threads at once). */
 int initRuntime(const rma_bootstrap_ops *external = nullptr, bool concurrent = false);
+/*
+ * A new communicator's context from its meeting's instance id (unique in
+ * the job, any 64 bits) and the lowest old rank of a split's color: a
+ * 64-bit mix, in [16, 2^62) (bit 63: group keys, bit 62: one-member
+ * communicators, below 16: fixed contexts).
+ */
+uint64_t freshContext(uint64_t instance, uint64_t lowest);
 /* Barrier over the world, stop this process's agent thread, then drop everything. */
 int finalizeRuntime();
 

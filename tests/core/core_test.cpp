@@ -115,4 +115,22 @@ TEST(InfoTest, KeepsInsertionOrderAndReplaces)
 	EXPECT_EQ(info.get("b"), nullptr);
 }
 
+/*
+ * Contexts of new communicators: the instance ids of PMIx and the MPI
+ * drop-in keep the hub's rank in bits 40 and up, which a shift by 24 lost
+ * (two hubs with equal counters made one context).
+ */
+TEST(FreshContextTest, KeepsEveryBitOfTheInstanceAndAvoidsReservedContexts)
+{
+	const uint64_t hub0 = (uint64_t{ 0 } << 40) | 5, hub2 = (uint64_t{ 2 } << 40) | 5;
+	EXPECT_NE(freshContext(hub0, 0), freshContext(hub2, 0));
+	EXPECT_NE(freshContext(hub0, 0), freshContext(hub0, 1));
+	EXPECT_EQ(freshContext(hub2, 3), freshContext(hub2, 3));
+	for (uint64_t i = 0; i < 100000; ++i) {
+		const uint64_t c = freshContext(i << 39, i & 7);
+		ASSERT_GE(c, 16u);
+		ASSERT_LT(c, uint64_t{ 1 } << 62);
+	}
+}
+
 } /* namespace */
