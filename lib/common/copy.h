@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace librma {
@@ -42,6 +43,36 @@ inline constexpr std::size_t kCopyPiece = 256u << 10;
  */
 [[gnu::always_inline]] inline void copyBytes(void *dst, const void *src, std::size_t n)
 {
+	/*
+	 * Up to 16 bytes (the 8-byte put/get of the latency benchmarks, one
+	 * element of any predefined type): two possibly overlapping loads and
+	 * stores of the widest size that fits, instead of a call through the
+	 * PLT into memcpy (about 15 instructions and a call frame saved).
+	 */
+	if (n <= 16) [[likely]] {
+		auto *d = static_cast<std::byte *>(dst);
+		const auto *s = static_cast<const std::byte *>(src);
+		if (n >= 8) {
+			uint64_t a, b;
+			std::memcpy(&a, s, 8);
+			std::memcpy(&b, s + n - 8, 8);
+			std::memcpy(d, &a, 8);
+			std::memcpy(d + n - 8, &b, 8);
+		} else if (n >= 4) {
+			uint32_t a, b;
+			std::memcpy(&a, s, 4);
+			std::memcpy(&b, s + n - 4, 4);
+			std::memcpy(d, &a, 4);
+			std::memcpy(d + n - 4, &b, 4);
+		} else if (n > 0) {
+			/* 1 to 3 bytes: first, middle and last cover them all. */
+			const std::byte first = s[0], middle = s[n / 2], last = s[n - 1];
+			d[0] = first;
+			d[n / 2] = middle;
+			d[n - 1] = last;
+		}
+		return;
+	}
 	if (n < kPieceCopyMin) [[likely]] {
 		std::memcpy(dst, src, n);
 		return;

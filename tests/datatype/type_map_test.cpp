@@ -14,6 +14,7 @@
 
 #include <rma/rma.h>
 
+#include "common/copy.h"
 #include "datatype/datatype.h"
 #include "datatype/type_test_util.h"
 
@@ -673,4 +674,20 @@ TEST(LargeTypes, LazyTypeOverlappingAtItsLastBlockIsCaught)
 	ASSERT_TRUE(engine(small).detail->lazy);
 	EXPECT_EQ(engine(small).overlapCount, 1);
 	expectOverlapChecks(small, 1, true);
+}
+
+/* copyBytes (lib/common/copy.h): every length around its inline small-copy cases, no byte outside. */
+TEST(CopyBytes, EveryShortLengthCopiesExactlyItsBytes)
+{
+	for (size_t n = 0; n <= 40; ++n) {
+		for (size_t shift = 0; shift < 8; ++shift) {
+			std::vector<unsigned char> src(64), dst(64, 0xee);
+			std::iota(src.begin(), src.end(), static_cast<unsigned char>(1));
+			librma::copyBytes(dst.data() + 8 + shift, src.data() + shift, n);
+			for (size_t i = 0; i < dst.size(); ++i) {
+				bool inside = i >= 8 + shift && i < 8 + shift + n;
+				ASSERT_EQ(dst[i], inside ? src[i - 8] : 0xee) << "n " << n << " shift " << shift << " byte " << i;
+			}
+		}
+	}
 }
