@@ -264,6 +264,11 @@ void initShim(int provided)
 
 } /* namespace */
 
+void initAfterMpi(int provided)
+{
+	initShim(provided);
+}
+
 } /* namespace rmampi */
 
 using namespace rmampi;

@@ -331,6 +331,10 @@ int mpiCodeWithText(int mpiClass, const char *call, const std::string &what);
 /* Raise on a communicator (creation calls). */
 [[gnu::cold]] int raiseOnComm(MPI_Comm comm, int mpiCode, const char *call);
 
+/* ---- start-up (init.cpp) ---- */
+/* The shim's set-up after the MPI's own init at thread level @provided (once; MPI_Init and Fortran's mpi_init_). */
+void initAfterMpi(int provided);
+
 /* ---- info (win.cpp) ---- */
 /* @info as an rma_info (RMA_INFO_NULL if none); librma_engine is consumed into @engine. */
 int translateInfo(MPI_Info info, rma_info &out, std::string &engine);

@@ -117,7 +117,12 @@ int passThroughCounted(const CreateArgs &a)
 	return rc;
 }
 
-/* Windows made from a Fortran binding stay the MPI's (§2.1): mpi_f08 calls PMPI_ on them. */
+/*
+ * Windows made from the MPI's own Fortran binding libraries stay the MPI's
+ * (§2.1): MPICH's mpi_f08 calls PMPI_ on them. The shim's own Fortran entries
+ * (fortran.cpp) call the C entries from the shim, so their windows are routed
+ * like C's.
+ */
 bool fromFortran(const void *caller)
 {
 	Dl_info di = {};
@@ -298,8 +303,8 @@ int createWindow(const CreateArgs &a)
 	} else if (engine == "librma" && e->rank == 0) {
 		std::fprintf(stderr,
 			     "librma-mpi: %s: librma_engine=librma, but librma cannot serve this window "
-			     "(a Fortran or allocate_shared window across hosts, not in MPI_COMM_WORLD, or not "
-			     "agreed): the MPI serves it\n",
+			     "(an allocate_shared window across hosts, one from the MPI's own Fortran binding, "
+			     "not in MPI_COMM_WORLD, or not agreed): the MPI serves it\n",
 			     a.call);
 	}
 	if (info != RMA_INFO_NULL)
