@@ -22,9 +22,12 @@
  * librma window (Fortran attribute values follow the language of their
  * keyval, which only the MPI knows).
  *
- * Not covered: mpi_f08 (its bindings call PMPI_* or take descriptors; its
- * windows stay the MPI's, see fromFortran() in win.cpp), and the MPI-4
- * large-count forms, which Fortran has only in mpi_f08.
+ * mpi_f08 reaches these too: Open MPI's module calls this layer's
+ * implementation functions (ompi_*_f, aliases at the end of this file),
+ * MPICH's calls PMPI_* for creation and synchronization, so the shim defines
+ * those subroutines of its (mpi_win_fence_f08_, ...). Not covered: the
+ * MPI-4 large-count forms, which Fortran has only in mpi_f08 (their windows
+ * stay the MPI's, see fromFortran() in win.cpp).
  */
 #include "shim.h"
 
@@ -133,6 +136,13 @@ std::string text(const char *s, size_t len)
 	return std::string(s, len);
 }
 
+/* *ierror = @rc; mpi_f08 (optional ierror) passes NULL when the program leaves it out. */
+inline void done(MPI_Fint *ierror, int rc)
+{
+	if (ierror)
+		*ierror = rc;
+}
+
 /*
  * The creation entries' ending, called after the C call (not around it:
  * the order in which arguments are evaluated is unspecified).
@@ -141,7 +151,7 @@ void created(int rc, MPI_Win w, MPI_Fint *fwin, MPI_Fint *ierror)
 {
 	if (rc == MPI_SUCCESS)
 		*fwin = PMPI_Win_c2f(w);
-	*ierror = rc;
+	done(ierror, rc);
 }
 
 } /* namespace */
@@ -157,26 +167,30 @@ using namespace rmampi;
 RMAMPI_FORTRAN void mpi_init_(MPI_Fint *ierror)
 {
 	if (!pmpi_init_) {
-		*ierror = MPI_ERR_OTHER;
+		done(ierror, MPI_ERR_OTHER);
 		return;
 	}
-	pmpi_init_(ierror);
-	if (*ierror == MPI_SUCCESS) {
+	MPI_Fint rc = MPI_SUCCESS;
+	pmpi_init_(&rc);
+	if (rc == MPI_SUCCESS) {
 		int provided = MPI_THREAD_SINGLE;
 		PMPI_Query_thread(&provided);
 		initAfterMpi(provided);
 	}
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
 {
 	if (!pmpi_init_thread_) {
-		*ierror = MPI_ERR_OTHER;
+		done(ierror, MPI_ERR_OTHER);
 		return;
 	}
-	pmpi_init_thread_(required, provided, ierror);
-	if (*ierror == MPI_SUCCESS)
+	MPI_Fint rc = MPI_SUCCESS;
+	pmpi_init_thread_(required, provided, &rc);
+	if (rc == MPI_SUCCESS)
 		initAfterMpi(*provided);
+	done(ierror, rc);
 }
 
 /* ---- memory and creation ------------------------------------------------- */
@@ -184,8 +198,9 @@ RMAMPI_FORTRAN void mpi_init_thread_(MPI_Fint *required, MPI_Fint *provided, MPI
 RMAMPI_FORTRAN void mpi_alloc_mem_(MPI_Aint *size, MPI_Fint *inf, MPI_Aint *baseptr, MPI_Fint *ierror)
 {
 	void *p = nullptr;
-	*ierror = MPI_Alloc_mem(*size, info(inf), &p);
-	if (*ierror == MPI_SUCCESS)
+	const int rc = MPI_Alloc_mem(*size, info(inf), &p);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS)
 		*baseptr = reinterpret_cast<MPI_Aint>(p);
 }
 
@@ -197,7 +212,8 @@ RMAMPI_FORTRAN void mpi_alloc_mem_cptr_(MPI_Aint *size, MPI_Fint *inf, MPI_Aint 
 
 RMAMPI_FORTRAN void mpi_free_mem_(void *base, MPI_Fint *ierror)
 {
-	*ierror = MPI_Free_mem(base);
+	const int rc = MPI_Free_mem(base);
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_create_(void *base, MPI_Aint *size, MPI_Fint *dispUnit, MPI_Fint *inf, MPI_Fint *c,
@@ -251,18 +267,21 @@ RMAMPI_FORTRAN void mpi_win_create_dynamic_(MPI_Fint *inf, MPI_Fint *c, MPI_Fint
 
 RMAMPI_FORTRAN void mpi_win_attach_(MPI_Fint *w, void *base, MPI_Aint *size, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_attach(win(w), buf(base), *size);
+	const int rc = MPI_Win_attach(win(w), buf(base), *size);
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_detach_(MPI_Fint *w, void *base, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_detach(win(w), buf(base));
+	const int rc = MPI_Win_detach(win(w), buf(base));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_free_(MPI_Fint *fwin, MPI_Fint *ierror)
 {
 	MPI_Win w = win(fwin);
-	*ierror = MPI_Win_free(&w);
+	const int rc = MPI_Win_free(&w);
+	done(ierror, rc);
 	*fwin = PMPI_Win_c2f(w);
 }
 
@@ -272,8 +291,9 @@ RMAMPI_FORTRAN void mpi_win_shared_query_(MPI_Fint *w, MPI_Fint *rank, MPI_Aint 
 	void *base = nullptr;
 	int du = 0;
 	MPI_Aint sz = 0;
-	*ierror = MPI_Win_shared_query(win(w), *rank, &sz, &du, &base);
-	if (*ierror == MPI_SUCCESS) {
+	const int rc = MPI_Win_shared_query(win(w), *rank, &sz, &du, &base);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS) {
 		*size = sz;
 		*dispUnit = du;
 		*baseptr = reinterpret_cast<MPI_Aint>(base);
@@ -310,14 +330,14 @@ RMAMPI_FORTRAN void mpi_win_get_attr_(MPI_Fint *w, MPI_Fint *keyval, MPI_Aint *v
 			known = false;
 		if (known) {
 			*flag = kTrue;
-			*ierror = MPI_SUCCESS;
+			done(ierror, MPI_SUCCESS);
 			return;
 		}
 	}
 	GetAttrFn *mpi = mpiGetAttr();
 	if (!mpi) {
 		*flag = kFalse;
-		*ierror = MPI_ERR_OTHER;
+		done(ierror, MPI_ERR_OTHER);
 		return;
 	}
 	mpi(w, keyval, value, flag, ierror);
@@ -326,108 +346,127 @@ RMAMPI_FORTRAN void mpi_win_get_attr_(MPI_Fint *w, MPI_Fint *keyval, MPI_Aint *v
 RMAMPI_FORTRAN void mpi_win_get_group_(MPI_Fint *w, MPI_Fint *group, MPI_Fint *ierror)
 {
 	MPI_Group g = MPI_GROUP_NULL;
-	*ierror = MPI_Win_get_group(win(w), &g);
-	if (*ierror == MPI_SUCCESS)
+	const int rc = MPI_Win_get_group(win(w), &g);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS)
 		*group = PMPI_Group_c2f(g);
 }
 
 RMAMPI_FORTRAN void mpi_win_get_info_(MPI_Fint *w, MPI_Fint *infoUsed, MPI_Fint *ierror)
 {
 	MPI_Info i = MPI_INFO_NULL;
-	*ierror = MPI_Win_get_info(win(w), &i);
-	if (*ierror == MPI_SUCCESS)
+	const int rc = MPI_Win_get_info(win(w), &i);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS)
 		*infoUsed = PMPI_Info_c2f(i);
 }
 
 RMAMPI_FORTRAN void mpi_win_set_info_(MPI_Fint *w, MPI_Fint *inf, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_set_info(win(w), info(inf));
+	const int rc = MPI_Win_set_info(win(w), info(inf));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_set_name_(MPI_Fint *w, const char *name, MPI_Fint *ierror, size_t len)
 {
-	*ierror = MPI_Win_set_name(win(w), text(name, len).c_str());
+	const int rc = MPI_Win_set_name(win(w), text(name, len).c_str());
+	done(ierror, rc);
 }
 
 /* ---- synchronization ----------------------------------------------------- */
 
 RMAMPI_FORTRAN void mpi_win_fence_(MPI_Fint *assert, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_fence(*assert, win(w));
+	const int rc = MPI_Win_fence(*assert, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_post_(MPI_Fint *group, MPI_Fint *assert, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_post(PMPI_Group_f2c(*group), *assert, win(w));
+	const int rc = MPI_Win_post(PMPI_Group_f2c(*group), *assert, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_start_(MPI_Fint *group, MPI_Fint *assert, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_start(PMPI_Group_f2c(*group), *assert, win(w));
+	const int rc = MPI_Win_start(PMPI_Group_f2c(*group), *assert, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_complete_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_complete(win(w));
+	const int rc = MPI_Win_complete(win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_wait_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_wait(win(w));
+	const int rc = MPI_Win_wait(win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_test_(MPI_Fint *w, MPI_Fint *flag, MPI_Fint *ierror)
 {
 	int f = 0;
-	*ierror = MPI_Win_test(win(w), &f);
-	if (*ierror == MPI_SUCCESS)
+	const int rc = MPI_Win_test(win(w), &f);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS)
 		*flag = f ? kTrue : kFalse;
 }
 
 RMAMPI_FORTRAN void mpi_win_lock_(MPI_Fint *lockType, MPI_Fint *rank, MPI_Fint *assert, MPI_Fint *w,
 				  MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_lock(*lockType, *rank, *assert, win(w));
+	const int rc = MPI_Win_lock(*lockType, *rank, *assert, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_unlock_(MPI_Fint *rank, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_unlock(*rank, win(w));
+	const int rc = MPI_Win_unlock(*rank, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_lock_all_(MPI_Fint *assert, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_lock_all(*assert, win(w));
+	const int rc = MPI_Win_lock_all(*assert, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_unlock_all_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_unlock_all(win(w));
+	const int rc = MPI_Win_unlock_all(win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_flush_(MPI_Fint *rank, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_flush(*rank, win(w));
+	const int rc = MPI_Win_flush(*rank, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_flush_local_(MPI_Fint *rank, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_flush_local(*rank, win(w));
+	const int rc = MPI_Win_flush_local(*rank, win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_flush_all_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_flush_all(win(w));
+	const int rc = MPI_Win_flush_all(win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_flush_local_all_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_flush_local_all(win(w));
+	const int rc = MPI_Win_flush_local_all(win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_win_sync_(MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Win_sync(win(w));
+	const int rc = MPI_Win_sync(win(w));
+	done(ierror, rc);
 }
 
 /* ---- communication ------------------------------------------------------- */
@@ -435,40 +474,46 @@ RMAMPI_FORTRAN void mpi_win_sync_(MPI_Fint *w, MPI_Fint *ierror)
 RMAMPI_FORTRAN void mpi_put_(void *origin, MPI_Fint *ocount, MPI_Fint *otype, MPI_Fint *rank, MPI_Aint *disp,
 			     MPI_Fint *tcount, MPI_Fint *ttype, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Put(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), win(w));
+	const int rc = MPI_Put(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_get_(void *origin, MPI_Fint *ocount, MPI_Fint *otype, MPI_Fint *rank, MPI_Aint *disp,
 			     MPI_Fint *tcount, MPI_Fint *ttype, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Get(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), win(w));
+	const int rc = MPI_Get(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_accumulate_(void *origin, MPI_Fint *ocount, MPI_Fint *otype, MPI_Fint *rank, MPI_Aint *disp,
 				    MPI_Fint *tcount, MPI_Fint *ttype, MPI_Fint *o, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Accumulate(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), op(o),
+	const int rc = MPI_Accumulate(buf(origin), *ocount, type(otype), *rank, *disp, *tcount, type(ttype), op(o),
 				 win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_get_accumulate_(void *origin, MPI_Fint *ocount, MPI_Fint *otype, void *result,
 					MPI_Fint *rcount, MPI_Fint *rtype, MPI_Fint *rank, MPI_Aint *disp,
 					MPI_Fint *tcount, MPI_Fint *ttype, MPI_Fint *o, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Get_accumulate(buf(origin), *ocount, type(otype), buf(result), *rcount, type(rtype), *rank,
+	const int rc = MPI_Get_accumulate(buf(origin), *ocount, type(otype), buf(result), *rcount, type(rtype), *rank,
 				     *disp, *tcount, type(ttype), op(o), win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_fetch_and_op_(void *origin, void *result, MPI_Fint *t, MPI_Fint *rank, MPI_Aint *disp,
 				      MPI_Fint *o, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Fetch_and_op(buf(origin), buf(result), type(t), *rank, *disp, op(o), win(w));
+	const int rc = MPI_Fetch_and_op(buf(origin), buf(result), type(t), *rank, *disp, op(o), win(w));
+	done(ierror, rc);
 }
 
 RMAMPI_FORTRAN void mpi_compare_and_swap_(void *origin, void *compare, void *result, MPI_Fint *t, MPI_Fint *rank,
 					  MPI_Aint *disp, MPI_Fint *w, MPI_Fint *ierror)
 {
-	*ierror = MPI_Compare_and_swap(buf(origin), buf(compare), buf(result), type(t), *rank, *disp, win(w));
+	const int rc = MPI_Compare_and_swap(buf(origin), buf(compare), buf(result), type(t), *rank, *disp, win(w));
+	done(ierror, rc);
 }
 
 /* The request forms: MPI generalized requests (comm_ops.cpp), handed to Fortran as MPI_Fint. */
@@ -477,7 +522,7 @@ void requested(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierror)
 {
 	if (rc == MPI_SUCCESS)
 		*request = PMPI_Request_c2f(r);
-	*ierror = rc;
+	done(ierror, rc);
 }
 } /* namespace */
 
@@ -518,6 +563,9 @@ RMAMPI_FORTRAN void mpi_rget_accumulate_(void *origin, MPI_Fint *ocount, MPI_Fin
 	requested(rc, r, request, ierror);
 }
 
+/* A second name for a Fortran entry (the same arguments). */
+#define RMAMPI_ALIAS(name, target) RMAMPI_FORTRAN decltype(target) name __attribute__((alias(#target)))
+
 #if defined(OPEN_MPI)
 /*
  * Open MPI's mpi_f08 module: its subroutines call the mpif.h layer's
@@ -528,7 +576,6 @@ RMAMPI_FORTRAN void mpi_rget_accumulate_(void *origin, MPI_Fint *ocount, MPI_Fin
  * shim defines those two as well (mpi_win_get_attr_ above then reaches the
  * MPI's own through dlsym(RTLD_NEXT)).
  */
-#define RMAMPI_ALIAS(name, target) RMAMPI_FORTRAN decltype(target) name __attribute__((alias(#target)))
 RMAMPI_ALIAS(ompi_init_f, mpi_init_);
 RMAMPI_ALIAS(ompi_init_thread_f, mpi_init_thread_);
 RMAMPI_ALIAS(ompi_alloc_mem_f, mpi_alloc_mem_);
@@ -574,6 +621,106 @@ RMAMPI_ALIAS(ompi_rget_accumulate_f, mpi_rget_accumulate_);
 /* mpi_f08 passes the name's length as a C int by value (mpif.h callers: gfortran's size_t). */
 RMAMPI_FORTRAN void ompi_win_set_name_f(MPI_Fint *w, const char *name, MPI_Fint *ierror, int len)
 {
-	*ierror = MPI_Win_set_name(win(w), text(name, len > 0 ? static_cast<size_t>(len) : 0).c_str());
+	const int rc = MPI_Win_set_name(win(w), text(name, len > 0 ? static_cast<size_t>(len) : 0).c_str());
+	done(ierror, rc);
+}
+#else
+/*
+ * MPICH's mpi_f08: its subroutines for creation and synchronization call
+ * PMPI_* directly (its operations call MPI_Put & co., which reach the
+ * shim's C entries anyway), so the shim defines those subroutines
+ * themselves: the same arguments as mpif.h's (TYPE(MPI_Win) and friends
+ * hold one MPI_Fint; TYPE(C_PTR) is the address), except that ierror is
+ * OPTIONAL (NULL when left out: done() handles it) and MPI_Win_create's
+ * buffer comes as an array descriptor, whose first member is the address
+ * (gfortran's own descriptor and ISO_Fortran_binding.h's CFI_cdesc_t
+ * alike).
+ */
+RMAMPI_ALIAS(mpi_win_allocate_f08_, mpi_win_allocate_);
+RMAMPI_ALIAS(mpi_win_allocate_shared_f08_, mpi_win_allocate_shared_);
+RMAMPI_ALIAS(mpi_win_create_dynamic_f08_, mpi_win_create_dynamic_);
+RMAMPI_ALIAS(mpi_win_free_f08_, mpi_win_free_);
+RMAMPI_ALIAS(mpi_win_shared_query_f08_, mpi_win_shared_query_);
+RMAMPI_ALIAS(mpi_win_get_group_f08_, mpi_win_get_group_);
+RMAMPI_ALIAS(mpi_win_get_info_f08_, mpi_win_get_info_);
+RMAMPI_ALIAS(mpi_win_set_info_f08_, mpi_win_set_info_);
+RMAMPI_ALIAS(mpi_win_set_name_f08_, mpi_win_set_name_);
+RMAMPI_ALIAS(mpi_win_fence_f08_, mpi_win_fence_);
+RMAMPI_ALIAS(mpi_win_post_f08_, mpi_win_post_);
+RMAMPI_ALIAS(mpi_win_start_f08_, mpi_win_start_);
+RMAMPI_ALIAS(mpi_win_complete_f08_, mpi_win_complete_);
+RMAMPI_ALIAS(mpi_win_wait_f08_, mpi_win_wait_);
+RMAMPI_ALIAS(mpi_win_test_f08_, mpi_win_test_);
+RMAMPI_ALIAS(mpi_win_lock_f08_, mpi_win_lock_);
+RMAMPI_ALIAS(mpi_win_unlock_f08_, mpi_win_unlock_);
+RMAMPI_ALIAS(mpi_win_lock_all_f08_, mpi_win_lock_all_);
+RMAMPI_ALIAS(mpi_win_unlock_all_f08_, mpi_win_unlock_all_);
+RMAMPI_ALIAS(mpi_win_flush_f08_, mpi_win_flush_);
+RMAMPI_ALIAS(mpi_win_flush_local_f08_, mpi_win_flush_local_);
+RMAMPI_ALIAS(mpi_win_flush_all_f08_, mpi_win_flush_all_);
+RMAMPI_ALIAS(mpi_win_flush_local_all_f08_, mpi_win_flush_local_all_);
+RMAMPI_ALIAS(mpi_win_sync_f08_, mpi_win_sync_);
+
+namespace {
+/* MPICH's own mpi_f08 subroutine @name (the next definition after the shim's). */
+template<typename Fn>
+Fn *mpichF08(const char *name)
+{
+	return reinterpret_cast<Fn *>(dlsym(RTLD_NEXT, name));
+}
+} /* namespace */
+
+RMAMPI_FORTRAN void mpi_win_create_f08ts_(void *const *base, MPI_Aint *size, MPI_Fint *dispUnit, MPI_Fint *inf,
+					  MPI_Fint *c, MPI_Fint *fwin, MPI_Fint *ierror)
+{
+	mpi_win_create_(base ? *base : nullptr, size, dispUnit, inf, c, fwin, ierror);
+}
+
+RMAMPI_FORTRAN void mpi_win_get_attr_f08_(MPI_Fint *w, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
+					  MPI_Fint *ierror)
+{
+	static GetAttrFn *const mpi = mpichF08<GetAttrFn>("mpi_win_get_attr_f08_");
+	ShimWin *s = findWin(win(w));
+	if (!s && mpi) {
+		mpi(w, keyval, value, flag, ierror);
+		return;
+	}
+	/* A librma window: its five, else MPICH's Fortran attribute code through the mpif.h entry (ierror given). */
+	MPI_Fint rc = MPI_SUCCESS;
+	mpi_win_get_attr_(w, keyval, value, flag, &rc);
+	done(ierror, rc);
+}
+
+RMAMPI_FORTRAN void mpi_init_f08_(MPI_Fint *ierror)
+{
+	using Fn = void(MPI_Fint *);
+	static Fn *const mpi = mpichF08<Fn>("mpi_init_f08_");
+	if (!mpi) {
+		done(ierror, MPI_ERR_OTHER);
+		return;
+	}
+	MPI_Fint rc = MPI_SUCCESS;
+	mpi(&rc);
+	if (rc == MPI_SUCCESS) {
+		int provided = MPI_THREAD_SINGLE;
+		PMPI_Query_thread(&provided);
+		initAfterMpi(provided);
+	}
+	done(ierror, rc);
+}
+
+RMAMPI_FORTRAN void mpi_init_thread_f08_(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierror)
+{
+	using Fn = void(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+	static Fn *const mpi = mpichF08<Fn>("mpi_init_thread_f08_");
+	if (!mpi) {
+		done(ierror, MPI_ERR_OTHER);
+		return;
+	}
+	MPI_Fint rc = MPI_SUCCESS;
+	mpi(required, provided, &rc);
+	if (rc == MPI_SUCCESS)
+		initAfterMpi(*provided);
+	done(ierror, rc);
 }
 #endif
