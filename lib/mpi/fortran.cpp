@@ -25,9 +25,10 @@
  * mpi_f08 reaches these too: Open MPI's module calls this layer's
  * implementation functions (ompi_*_f, aliases at the end of this file),
  * MPICH's calls PMPI_* for creation and synchronization, so the shim defines
- * those subroutines of its (mpi_win_fence_f08_, ...). Not covered: the
- * MPI-4 large-count forms, which Fortran has only in mpi_f08 (their windows
- * stay the MPI's, see fromFortran() in win.cpp).
+ * those subroutines of its (mpi_win_fence_f08_, ..., and the
+ * INTEGER(MPI_ADDRESS_KIND) disp_unit forms *_f08_large_ where the MPI has
+ * the _c entries). Windows the MPI's own Fortran code creates all the same
+ * stay the MPI's (fromFortran() in win.cpp).
  */
 #include "shim.h"
 
@@ -51,14 +52,18 @@ namespace rmampi {
 namespace {
 
 /*
- * The predefined window attributes' Fortran keyvals: MPICH numbers them one
- * above C's (mpif.h: MPI_WIN_BASE = 0x66000002), Open MPI uses C's.
+ * A predefined window attribute's Fortran keyval as C's. MPICH 4.0 numbers
+ * them one above C's (mpif.h: MPI_WIN_BASE = 0x66000002; C's are odd),
+ * later MPICH uses C's, as Open MPI does: both are taken.
  */
+inline int cKeyval(int fortranKeyval)
+{
 #if defined(OPEN_MPI)
-constexpr int kFortranKeyval = 0;
+	return fortranKeyval;
 #else
-constexpr int kFortranKeyval = 1;
+	return (fortranKeyval & 1) == 0 ? fortranKeyval - 1 : fortranKeyval;
 #endif
+}
 
 /* Fortran's .TRUE. and .FALSE. as gfortran stores them (both MPIs configure the same). */
 constexpr MPI_Fint kTrue = 1;
@@ -67,28 +72,57 @@ constexpr MPI_Fint kFalse = 0;
 /*
  * Fortran's MPI_BOTTOM is a variable of the MPI's; a buffer argument that is
  * its address means MPI_BOTTOM. Open MPI: the common block
- * mpi_fortran_bottom_ (libmpi). MPICH: the address its Fortran start-up
- * stored in MPIR_F_MPI_BOTTOM, read at each call (it is 0 until then).
+ * mpi_fortran_bottom_ (libmpi). MPICH: the address its Fortran set-up
+ * (mpirinitf_, run lazily by its own bindings while MPIR_F_NeedInit is set,
+ * as here) stores in MPIR_F_MPI_BOTTOM; mpi_f08's MPI_BOTTOM is the variable
+ * MPIR_F08_MPI_BOTTOM itself.
  */
 struct Bottom {
-	void *address = nullptr;	 /* Open MPI */
-	void *const *variable = nullptr; /* MPICH */
+	void *address = nullptr;	 /* Open MPI; MPICH's mpi_f08 */
+	void *const *variable = nullptr; /* MPICH's mpif.h / use mpi */
+	int *needInit = nullptr;	 /* MPICH */
+	void (*initFortran)() = nullptr; /* MPICH */
 	Bottom()
 	{
 #if defined(OPEN_MPI)
 		address = dlsym(RTLD_DEFAULT, "mpi_fortran_bottom_");
 #else
 		variable = static_cast<void *const *>(dlsym(RTLD_DEFAULT, "MPIR_F_MPI_BOTTOM"));
+		needInit = static_cast<int *>(dlsym(RTLD_DEFAULT, "MPIR_F_NeedInit"));
+		initFortran = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "mpirinitf_"));
+		address = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_BOTTOM");
 #endif
 	}
 };
 
+inline const Bottom &bottom()
+{
+	static const Bottom b;
+	return b;
+}
+
+/* A buffer argument of the mpif.h / use mpi entries. */
 inline void *buf(void *p)
 {
-	static const Bottom bottom;
-	void *b = bottom.variable ? *bottom.variable : bottom.address;
-	return p && p == b ? MPI_BOTTOM : p;
+	const Bottom &b = bottom();
+	if (b.variable) {
+		/* MPICH: as its own bindings do, set Fortran's constants up on first use. */
+		if (b.needInit && *b.needInit && b.initFortran) [[unlikely]] {
+			b.initFortran();
+			*b.needInit = 0;
+		}
+		return p && p == *b.variable ? MPI_BOTTOM : p;
+	}
+	return p && p == b.address ? MPI_BOTTOM : p;
 }
+
+#if !defined(OPEN_MPI)
+/* A buffer argument of MPICH's mpi_f08 subroutines (the first word of its descriptor). */
+inline void *bufF08(void *p)
+{
+	return p && p == bottom().address ? MPI_BOTTOM : p;
+}
+#endif
 
 /* The MPI's own Fortran MPI_Win_get_attr, for every attribute the shim does not answer. */
 using GetAttrFn = void(MPI_Fint *, MPI_Fint *, MPI_Aint *, MPI_Fint *, MPI_Fint *);
@@ -314,7 +348,7 @@ RMAMPI_FORTRAN void mpi_win_get_attr_(MPI_Fint *w, MPI_Fint *keyval, MPI_Aint *v
 	ShimWin *s = findWin(win(w));
 	if (s) {
 		/* Fortran gets the values themselves (MPI_WIN_BASE: the address as an integer). */
-		const int k = *keyval - kFortranKeyval;
+		const int k = cKeyval(*keyval);
 		bool known = true;
 		if (k == MPI_WIN_BASE)
 			*value = reinterpret_cast<MPI_Aint>(s->base);
@@ -636,6 +670,7 @@ RMAMPI_FORTRAN void ompi_win_set_name_f(MPI_Fint *w, const char *name, MPI_Fint 
  * (gfortran's own descriptor and ISO_Fortran_binding.h's CFI_cdesc_t
  * alike).
  */
+RMAMPI_ALIAS(mpi_alloc_mem_f08_, mpi_alloc_mem_);
 RMAMPI_ALIAS(mpi_win_allocate_f08_, mpi_win_allocate_);
 RMAMPI_ALIAS(mpi_win_allocate_shared_f08_, mpi_win_allocate_shared_);
 RMAMPI_ALIAS(mpi_win_create_dynamic_f08_, mpi_win_create_dynamic_);
@@ -673,8 +708,58 @@ Fn *mpichF08(const char *name)
 RMAMPI_FORTRAN void mpi_win_create_f08ts_(void *const *base, MPI_Aint *size, MPI_Fint *dispUnit, MPI_Fint *inf,
 					  MPI_Fint *c, MPI_Fint *fwin, MPI_Fint *ierror)
 {
-	mpi_win_create_(base ? *base : nullptr, size, dispUnit, inf, c, fwin, ierror);
+	MPI_Win w = MPI_WIN_NULL;
+	const int rc = MPI_Win_create(bufF08(base ? *base : nullptr), *size, *dispUnit, info(inf), comm(c), &w);
+	created(rc, w, fwin, ierror);
 }
+
+#if RMAMPI_HAVE_LARGE_COUNT
+/* The INTEGER(MPI_ADDRESS_KIND) disp_unit forms of mpi_f08 (MPICH calls PMPI_*_c from them). */
+RMAMPI_FORTRAN void mpi_win_create_f08ts_large_(void *const *base, MPI_Aint *size, MPI_Aint *dispUnit,
+						MPI_Fint *inf, MPI_Fint *c, MPI_Fint *fwin, MPI_Fint *ierror)
+{
+	MPI_Win w = MPI_WIN_NULL;
+	const int rc = MPI_Win_create_c(bufF08(base ? *base : nullptr), *size, *dispUnit, info(inf), comm(c), &w);
+	created(rc, w, fwin, ierror);
+}
+
+RMAMPI_FORTRAN void mpi_win_allocate_f08_large_(MPI_Aint *size, MPI_Aint *dispUnit, MPI_Fint *inf, MPI_Fint *c,
+						MPI_Aint *baseptr, MPI_Fint *fwin, MPI_Fint *ierror)
+{
+	MPI_Win w = MPI_WIN_NULL;
+	void *base = nullptr;
+	const int rc = MPI_Win_allocate_c(*size, *dispUnit, info(inf), comm(c), &base, &w);
+	if (rc == MPI_SUCCESS)
+		*baseptr = reinterpret_cast<MPI_Aint>(base);
+	created(rc, w, fwin, ierror);
+}
+
+RMAMPI_FORTRAN void mpi_win_allocate_shared_f08_large_(MPI_Aint *size, MPI_Aint *dispUnit, MPI_Fint *inf,
+						       MPI_Fint *c, MPI_Aint *baseptr, MPI_Fint *fwin,
+						       MPI_Fint *ierror)
+{
+	MPI_Win w = MPI_WIN_NULL;
+	void *base = nullptr;
+	const int rc = MPI_Win_allocate_shared_c(*size, *dispUnit, info(inf), comm(c), &base, &w);
+	if (rc == MPI_SUCCESS)
+		*baseptr = reinterpret_cast<MPI_Aint>(base);
+	created(rc, w, fwin, ierror);
+}
+
+RMAMPI_FORTRAN void mpi_win_shared_query_f08_large_(MPI_Fint *w, MPI_Fint *rank, MPI_Aint *size, MPI_Aint *dispUnit,
+						    MPI_Aint *baseptr, MPI_Fint *ierror)
+{
+	void *base = nullptr;
+	MPI_Aint du = 0, sz = 0;
+	const int rc = MPI_Win_shared_query_c(win(w), *rank, &sz, &du, &base);
+	done(ierror, rc);
+	if (rc == MPI_SUCCESS) {
+		*size = sz;
+		*dispUnit = du;
+		*baseptr = reinterpret_cast<MPI_Aint>(base);
+	}
+}
+#endif
 
 RMAMPI_FORTRAN void mpi_win_get_attr_f08_(MPI_Fint *w, MPI_Fint *keyval, MPI_Aint *value, MPI_Fint *flag,
 					  MPI_Fint *ierror)

@@ -58,13 +58,25 @@ program mpi_fortran_test
   call ok(ierr, 'MPI_Win_get_attr(MPI_WIN_BASE)')
   call expect_true('MPI_WIN_BASE is set', flag)
   call expect8('MPI_WIN_BASE', baseptr, attr)
+  flag = .false.
   call MPI_Win_get_attr(win, MPI_WIN_SIZE, attr, flag, ierr)
+  call ok(ierr, 'MPI_Win_get_attr(MPI_WIN_SIZE)')
+  call expect_true('MPI_WIN_SIZE is set', flag)
   call expect8('MPI_WIN_SIZE', sz, attr)
+  flag = .false.
   call MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, attr, flag, ierr)
+  call ok(ierr, 'MPI_Win_get_attr(MPI_WIN_DISP_UNIT)')
+  call expect_true('MPI_WIN_DISP_UNIT is set', flag)
   call expect8('MPI_WIN_DISP_UNIT', 4_MPI_ADDRESS_KIND, attr)
+  flag = .false.
   call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, attr, flag, ierr)
+  call ok(ierr, 'MPI_Win_get_attr(MPI_WIN_CREATE_FLAVOR)')
+  call expect_true('MPI_WIN_CREATE_FLAVOR is set', flag)
   call expect8('MPI_WIN_CREATE_FLAVOR', int(MPI_WIN_FLAVOR_ALLOCATE, MPI_ADDRESS_KIND), attr)
+  flag = .false.
   call MPI_Win_get_attr(win, MPI_WIN_MODEL, attr, flag, ierr)
+  call ok(ierr, 'MPI_Win_get_attr(MPI_WIN_MODEL)')
+  call expect_true('MPI_WIN_MODEL is set', flag)
   call expect8('MPI_WIN_MODEL', int(MPI_WIN_UNIFIED, MPI_ADDRESS_KIND), attr)
 
   call MPI_Win_get_group(win, wgroup, ierr)
@@ -295,13 +307,16 @@ program mpi_fortran_test
   call MPI_Comm_rank(shcomm, shrank, ierr)
   call MPI_Comm_size(shcomm, shsize, ierr)
   sz = 4 * n
-  call MPI_Win_allocate_shared(sz, 4, MPI_INFO_NULL, shcomm, baseptr, shwin, ierr)
+  ! TYPE(C_PTR) base pointers: `use mpi` routes these to the _cptr_ forms (Open MPI)
+  call MPI_Win_allocate_shared(sz, 4, MPI_INFO_NULL, shcomm, cp, shwin, ierr)
   call ok(ierr, 'MPI_Win_allocate_shared')
-  call MPI_Win_shared_query(shwin, 0, msize, shdisp, mptr, ierr)
+  if (.not. c_associated(cp)) call fail('MPI_Win_allocate_shared: a NULL base pointer')
+  cp = c_null_ptr
+  call MPI_Win_shared_query(shwin, 0, msize, shdisp, cp, ierr)
   call ok(ierr, 'MPI_Win_shared_query')
   call expect8('MPI_Win_shared_query: size', 4_MPI_ADDRESS_KIND * n, msize)
   call expect('MPI_Win_shared_query: disp_unit', 4, shdisp)
-  cp = transfer(mptr, cp)
+  if (.not. c_associated(cp)) call fail('MPI_Win_shared_query: a NULL base pointer')
   call c_f_pointer(cp, shmem, [n])
   call MPI_Win_lock_all(MPI_MODE_NOCHECK, shwin, ierr)
   if (shrank < n) shmem(shrank + 1) = 500 + shrank

@@ -4,10 +4,13 @@
 ! attach, allocate_shared with shared_query; fence, PSCW with MPI_Win_test,
 ! lock/unlock, lock_all/flush; put, get, accumulate, fetch_and_op,
 ! compare_and_swap, rput; the predefined attributes, the group, an error
-! returned through MPI_ERRORS_RETURN, and calls that leave the optional
-! ierror out. A failed check prints "FAIL rank R: what" and aborts with
-! status 1. Through rmampi every window is librma's (RMA_MPI_STATS:
-! 4 windows).
+! returned through MPI_ERRORS_RETURN, calls that leave the optional
+! ierror out, the window name (not under Open MPI 4.1, whose mpi_f08
+! MPI_Win_get_name returns one character), MPI_BOTTOM, MPI_Alloc_mem, and
+! with -DHAVE_LARGE_COUNT the INTEGER(MPI_ADDRESS_KIND) disp_unit form of
+! MPI_Win_shared_query. A failed check prints "FAIL rank R: what" and aborts
+! with status 1. Through rmampi every window is librma's (RMA_MPI_STATS:
+! 5 windows).
 program mpi_fortran08_test
   use mpi_f08
   use iso_c_binding
@@ -24,6 +27,15 @@ program mpi_fortran08_test
   integer, target :: arr(n), dyn(n)
   integer :: got(n)
   logical :: flag
+  character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: version
+  character(len=MPI_MAX_OBJECT_NAME) :: wname
+  integer :: vlen, namelen, marker
+  type(MPI_Datatype) :: absint
+  integer(kind=MPI_ADDRESS_KIND) :: absaddr(1), mptr
+#ifdef HAVE_LARGE_COUNT
+  integer(kind=MPI_ADDRESS_KIND) :: dul
+#endif
+  integer, pointer :: amem(:)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -45,6 +57,14 @@ program mpi_fortran08_test
   if (.not. flag .or. attr /= transfer(cp, attr)) call fail('MPI_WIN_BASE')
   call MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, attr, flag)
   if (.not. flag .or. attr /= MPI_WIN_FLAVOR_ALLOCATE) call fail('MPI_WIN_CREATE_FLAVOR')
+  call MPI_Win_get_attr(win, MPI_WIN_MODEL, attr, flag)
+  if (.not. flag .or. attr /= MPI_WIN_UNIFIED) call fail('MPI_WIN_MODEL')
+  call MPI_Get_library_version(version, vlen)
+  if (index(version(1:vlen), 'Open MPI') == 0) then
+    call MPI_Win_set_name(win, 'f08 window  ')
+    call MPI_Win_get_name(win, wname, namelen)
+    if (namelen /= 10 .or. wname(1:namelen) /= 'f08 window') call fail('MPI_Win_get_name: "' // wname(1:namelen) // '"')
+  end if
   call MPI_Win_get_group(win, wgroup)
   call MPI_Comm_group(MPI_COMM_WORLD, group)
   call MPI_Group_compare(group, wgroup, cmpres)
@@ -135,9 +155,43 @@ program mpi_fortran08_test
     if (rank < n) call MPI_Put(one, 1, MPI_INTEGER, 0, tdisp, 1, MPI_INTEGER, win)
     call MPI_Win_complete(win)
   end if
+  ! MPI_BOTTOM with an absolute address: rank 1 puts `marker` into rank 0's last element
+  call MPI_Win_fence(0, win)
+  marker = 4242
+  call MPI_Get_address(marker, absaddr(1))
+  call MPI_Type_create_hindexed(1, [1], absaddr, MPI_INTEGER, absint)
+  call MPI_Type_commit(absint)
+  if (rank == 1) then
+    tdisp = n - 1
+    call MPI_Put(MPI_BOTTOM, 1, absint, 0, tdisp, 1, MPI_INTEGER, win, ierr)
+    call ok(ierr, 'MPI_Put from MPI_BOTTOM')
+  end if
+  call MPI_Win_fence(0, win)
+  if (rank == 0) call expect('MPI_Put from MPI_BOTTOM', 4242, arr(n))
+  call MPI_Type_free(absint)
   call MPI_Group_free(g0)
   call MPI_Group_free(others)
   call MPI_Win_free(win)
+
+  ! ---- MPI_Alloc_mem under MPI_Win_create ----
+  call MPI_Alloc_mem(sz, MPI_INFO_NULL, cp, ierr)
+  call ok(ierr, 'MPI_Alloc_mem')
+  call c_f_pointer(cp, amem, [n])
+  amem = 0
+  call MPI_Win_create(amem, sz, 4, MPI_INFO_NULL, MPI_COMM_WORLD, win)
+  call MPI_Win_fence(0, win)
+  one = 31 + rank
+  tdisp = rank
+  if (rank < n) call MPI_Put(one, 1, MPI_INTEGER, 0, tdisp, 1, MPI_INTEGER, win)
+  call MPI_Win_fence(0, win)
+  if (rank == 0) then
+    do r = 0, min(nprocs, n) - 1
+      call expect('window over MPI_Alloc_mem: each rank''s put', 31 + r, amem(r + 1))
+    end do
+  end if
+  call MPI_Win_free(win)
+  call MPI_Free_mem(amem, ierr)
+  call ok(ierr, 'MPI_Free_mem')
 
   ! ---- dynamic: attach, an address by broadcast ----
   call MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, dwin)
@@ -166,6 +220,12 @@ program mpi_fortran08_test
   call MPI_Win_shared_query(swin, 0, msize, du, cp, ierr)
   call ok(ierr, 'MPI_Win_shared_query')
   if (msize /= sz .or. du /= 4) call fail('MPI_Win_shared_query: size or disp_unit')
+#ifdef HAVE_LARGE_COUNT
+  msize = 0
+  call MPI_Win_shared_query(swin, 0, msize, dul, cp, ierr)
+  call ok(ierr, 'MPI_Win_shared_query (MPI_ADDRESS_KIND disp_unit)')
+  if (msize /= sz .or. dul /= 4) call fail('MPI_Win_shared_query (MPI_ADDRESS_KIND disp_unit): size or disp_unit')
+#endif
   call c_f_pointer(cp, shmem, [n])
   call MPI_Win_lock_all(MPI_MODE_NOCHECK, swin)
   if (shrank < n) shmem(shrank + 1) = 500 + shrank
