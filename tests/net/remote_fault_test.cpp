@@ -180,6 +180,40 @@ TEST_F(RemoteFaultTest, ALockThatADeadLocalRankHoldsIsRefusedToAnotherHost)
 	takeDown();
 }
 
+/*
+ * An unlock_all that reports a dead rank (rank 2, on another host) must
+ * still give back its lock_all part on that host: the live rank there then
+ * gets an exclusive lock on itself (it would wait for ever, until the
+ * watchdog, had the part been kept).
+ */
+TEST_F(RemoteFaultTest, AnUnlockAllThatReportsADeadRankReleasesTheOtherHostsParts)
+{
+	bringUp(2);
+	if (IsSkipped() || HasFatalFailure())
+		return;
+	const std::string results = makeResultsDir();
+	/* --map-by node: ranks 0 and 2 on host 1 (rank 0 serves it), rank 1 on host 2. */
+	CommandResult r = run({ "-np", "3", "--map-by", "node", "--oversubscribe", "--mca", "orte_enable_recovery", "1",
+				"-x", "RMA_NET_TIMEOUT_MS=1500", program_, results, "true", "deadunlock" },
+			      60);
+	const ThreeRanks ranks = readRanks(results, r);
+	const std::string(&texts)[3] = ranks.texts;
+	const std::string &all = ranks.all;
+	EXPECT_NE(texts[2].find("dying"), std::string::npos) << all;
+	/* Rank 1 learned of the death (RMA_ERR_PROC_FAILED, 38), and unlock_all reported it. */
+	EXPECT_NE(texts[1].find("class 38 after"), std::string::npos) << all;
+	EXPECT_NE(texts[1].find("unlock_all class 38"), std::string::npos) << all;
+	/* Its part on host 1 was given back: rank 0's exclusive lock on itself came, with rank 1's put. */
+	EXPECT_NE(texts[0].find("exclusive on rank 0 after"), std::string::npos) << all;
+	EXPECT_NE(texts[0].find("read 77"), std::string::npos) << all;
+	EXPECT_LT(millisOf(texts[0]), 10000) << all;
+	for (int rank = 0; rank < 2; ++rank) {
+		EXPECT_EQ(texts[rank].find("watchdog"), std::string::npos) << "rank " << rank << "\n" << all;
+		EXPECT_NE(texts[rank].find("free class"), std::string::npos) << "rank " << rank << "\n" << all;
+	}
+	takeDown();
+}
+
 /* The lock kind rank 0 holds on rank 1 when its host drops off the network. */
 class RemoteLockFaultTest : public RemoteFaultTest, public testing::WithParamInterface<std::string>
 {

@@ -3,7 +3,7 @@
  * remote_fault: faults across hosts in the middle of an epoch (issue #14,
  * docs/design/inter-host.md §7).
  *
- *   remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive]
+ *   remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive|deadtarget|deadholder|deadunlock]
  *
  * Without a lock kind: a link cut mid-epoch. Two ranks, one on each of two
  * hosts. Rank 0 opens a lock_all epoch and puts + flushes to rank 1 in a
@@ -36,6 +36,15 @@
  * is killed holding the lock; rank 1 then asks for an exclusive lock on rank
  * 0, whose host's server parks the request. The server must refuse it
  * (RMA_ERR_PROC_FAILED naming rank 2), not park it for ever.
+ *
+ * With "deadunlock": an unlock_all that reports a dead rank must still give
+ * back the other hosts' parts of the lock_all. The layout of "deadtarget";
+ * rank 1 opens a lock_all epoch, puts 77 to rank 0 and flushes; rank 2 is
+ * then killed; rank 1 puts + flushes to rank 2 until that fails (it now
+ * knows rank 2 is dead), then calls unlock_all (which reports the death)
+ * and stays alive (its lost connection would release its locks anyway).
+ * Rank 0 must then get an exclusive lock on itself, which rank 1's lock_all
+ * part on that host would block for ever had it been kept, and read 77.
  *
  * Each rank writes its lines to RESULT-DIR/rank<N> (the file system is
  * shared by the simulated hosts; stdout cannot cross the cut link):
@@ -293,15 +302,69 @@ static int deadHolder(rma_win win, int me, const char *dir)
 	return 0;
 }
 
+/* The dead-rank unlock_all case ("deadunlock"): see the top of the file. */
+static int deadUnlock(rma_win win, long *base, int me, const char *dir)
+{
+	if (me == 2) {
+		waitFile(dir, "locked");
+		report("dying");
+		fclose(g_out);
+		g_out = NULL;
+		signalFile(dir, "dying");
+		kill(getpid(), SIGKILL);
+	}
+	if (me == 0) {
+		waitFile(dir, "unlocked");
+		const double start = nowMs();
+		int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
+		if (rc != RMA_SUCCESS) {
+			describe(rc, start);
+		} else {
+			report("exclusive on rank 0 after %.0f ms: read %ld", nowMs() - start, base[0]);
+			rma_win_unlock(0, win);
+		}
+		signalFile(dir, "done");
+		return 0;
+	}
+	long v = 77;
+	int rc = rma_win_lock_all(0, win);
+	if (rc == RMA_SUCCESS)
+		rc = rma_put(&v, 1, RMA_LONG, 0, 0, 1, RMA_LONG, win);
+	if (rc == RMA_SUCCESS)
+		rc = rma_win_flush(0, win);
+	if (rc != RMA_SUCCESS) {
+		describe(rc, nowMs());
+		signalFile(dir, "unlocked");
+		return 0;
+	}
+	signalFile(dir, "locked");
+	waitFile(dir, "dying");
+	const double start = nowMs();
+	while (rc == RMA_SUCCESS) {
+		rc = rma_put(&v, 1, RMA_LONG, 2, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(2, win);
+	}
+	describe(rc, start);
+	int cls = -1;
+	rma_error_class(rma_win_unlock_all(win), &cls);
+	report("unlock_all class %d", cls);
+	signalFile(dir, "unlocked");
+	/* Alive until rank 0 is through: a closed connection would release rank 1's locks by itself. */
+	waitFile(dir, "done");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND [shared|lockall|exclusive|deadtarget|deadholder]\n");
+		fprintf(stderr, "usage: remote_fault RESULT-DIR CUT-COMMAND "
+				"[shared|lockall|exclusive|deadtarget|deadholder|deadunlock]\n");
 		return 2;
 	}
 	const char *kind = argc == 4 ? argv[3] : NULL;
 	if (kind && strcmp(kind, "shared") != 0 && strcmp(kind, "lockall") != 0 && strcmp(kind, "exclusive") != 0 &&
-	    strcmp(kind, "deadtarget") != 0 && strcmp(kind, "deadholder") != 0) {
+	    strcmp(kind, "deadtarget") != 0 && strcmp(kind, "deadholder") != 0 && strcmp(kind, "deadunlock") != 0) {
 		fprintf(stderr, "remote_fault: unknown lock kind '%s'\n", kind);
 		return 2;
 	}
@@ -328,6 +391,7 @@ int main(int argc, char **argv)
 	int rc = !kind				    ? cutMidEpoch(win, me, argv[2])
 		 : strcmp(kind, "deadtarget") == 0 ? deadTarget(win, base, me, argv[1])
 		 : strcmp(kind, "deadholder") == 0 ? deadHolder(win, me, argv[1])
+		 : strcmp(kind, "deadunlock") == 0 ? deadUnlock(win, base, me, argv[1])
 						    : lostLockHolder(win, me, argv[1], argv[2], kind);
 	if (rc != 0)
 		return 1;
