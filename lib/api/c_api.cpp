@@ -1412,14 +1412,35 @@ RMA_EXPORT int rma_win_test(rma_win win, int *flag)
 	});
 }
 
-RMA_EXPORT int rma_win_lock(int lock_type, int rank, int assert, rma_win win)
+namespace {
+
+/* lock and unlock past their inline parts (Window::lockFast, unlockFast); reached by a tail call. */
+[[gnu::noinline]] int lockSlow(int lock_type, int rank, int assert, rma_win win)
 {
 	return onWindow("rma_win_lock", win, [&](Window &w) { return w.lock(lock_type, rank, assert); });
 }
 
-RMA_EXPORT int rma_win_unlock(int rank, rma_win win)
+[[gnu::noinline]] int unlockSlow(int rank, rma_win win)
 {
 	return onWindow("rma_win_unlock", win, [&](Window &w) { return w.unlock(rank); });
+}
+
+} /* namespace */
+
+RMA_EXPORT int rma_win_lock(int lock_type, int rank, int assert, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (w && w->lockFast(lock_type, rank, assert)) [[likely]]
+		return RMA_SUCCESS;
+	return lockSlow(lock_type, rank, assert, win);
+}
+
+RMA_EXPORT int rma_win_unlock(int rank, rma_win win)
+{
+	Window *w = toWindow(win);
+	if (w && w->unlockFast(rank)) [[likely]]
+		return RMA_SUCCESS;
+	return unlockSlow(rank, win);
 }
 
 RMA_EXPORT int rma_win_lock_all(int assert, rma_win win)

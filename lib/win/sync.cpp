@@ -228,28 +228,7 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 	}
 
 	std::atomic<uint64_t> &global = globalLocks_->word;
-	const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
-	/*
-	 * Take the word, then look for lock_all holders: a Dekker pair with
-	 * lockAll(), which counts itself in the global word and then looks at
-	 * every target's word. Both sides are seq_cst (a locked instruction,
-	 * then a load), so at least one of them sees the other and backs off.
-	 * The CAS also acquires the last holder's release; the load of the
-	 * global word acquires the release of the last unlock_all.
-	 */
-	std::atomic<uint32_t> &grants = slots_[target].grants;
-	auto tryTake = [&word, &global, &grants, holder]() {
-		uint64_t v = 0;
-		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
-			return false;
-		if ((global.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) {
-			noteExclusiveGrant(grants);
-			return true;
-		}
-		/* A lock_all epoch is open: give the word back (nothing was published under it). */
-		word.store(0, std::memory_order_release);
-		return false;
-	};
+	auto tryTake = [this, target] { return tryTakeExclusive(target); };
 	/*
 	 * Uncontended: one locked instruction for the whole lock/unlock pair.
 	 * Not past waiting exclusive lockers (relaxed: a hint, on the word's
@@ -277,24 +256,6 @@ int Window::acquireLock(const char *call, int target, bool exclusive)
 	if (rc != RMA_SUCCESS)
 		noteLockActivity(true, -1);
 	return rc;
-}
-
-void Window::releaseLock(int target, bool exclusive)
-{
-	std::atomic<uint64_t> &word = slots_[target].lock;
-	if (!exclusive) {
-		/* Release: publishes this holder's RMA stores to the next exclusive holder's acquiring CAS. */
-		word.fetch_sub(lockword::kShared, std::memory_order_release);
-	} else {
-		/*
-		 * While we hold it nobody else writes the word (every other CAS
-		 * expects a free holder field, lock_all only reads it), so a plain
-		 * store frees it. Release: publishes our RMA stores to the next
-		 * holder's acquiring CAS and to lock_all's scan.
-		 */
-		word.store(0, std::memory_order_release);
-	}
-	noteLockActivity(exclusive, -1);
 }
 
 int Window::lock(int lockType, int target, int assert)
@@ -329,12 +290,7 @@ int Window::lock(int lockType, int target, int assert)
 #endif
 			RMA_TRY(acquireLock(kCall, target, exclusive));
 	}
-	fenceEpoch_ = false;
-	allAccess_ = false;
-	locks_[target] = (exclusive ? kLockExclusive : kLockShared) | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0);
-	access_[target] = 1;
-	++locksHeld_;
-	crossProcessEdge();
+	openLock(target, (exclusive ? kLockExclusive : kLockShared) | ((assert & RMA_MODE_NOCHECK) ? kLockNoCheck : 0));
 	return RMA_SUCCESS;
 }
 
@@ -361,9 +317,7 @@ int Window::unlock(int target)
 #endif
 					releaseLock(target, locks_[target] & kLockExclusive);
 			}
-			locks_[target] = 0;
-			access_[target] = 0;
-			--locksHeld_;
+			closeLock(target);
 			return rc;
 		}
 	}
@@ -374,27 +328,22 @@ int Window::unlock(int target)
 			/* A lost host or a dead target ends the epoch all the same (as unlockFailed()); a refusal does not. */
 			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
 				return rc;
-			locks_[target] = 0;
-			access_[target] = 0;
-			--locksHeld_;
+			closeLock(target);
 			return rc;
 		}
 		accApplied_[target] = accIssued_[target];
 		completeLocally();
-		locks_[target] = 0;
-		access_[target] = 0;
-		--locksHeld_;
+		closeLock(target);
 		return RMA_SUCCESS;
 	}
 #endif
-	if (int rc = completeAccumulates(kCall, target); rc != RMA_SUCCESS) [[unlikely]]
-		return unlockFailed(target, rc);
+	if (accIssued_[target] != accApplied_[target])
+		if (int rc = completeAccumulates(kCall, target); rc != RMA_SUCCESS) [[unlikely]]
+			return unlockFailed(target, rc);
 	completeLocally();
 	if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
 		releaseLock(target, locks_[target] & kLockExclusive);
-	locks_[target] = 0;
-	access_[target] = 0;
-	--locksHeld_;
+	closeLock(target);
 	return RMA_SUCCESS;
 }
 
@@ -410,9 +359,7 @@ int Window::unlockFailed(int target, int rc)
 	completeLocally();
 	if (!(locks_[target] & kLockNoCheck) && !isRemote(target))
 		releaseLock(target, locks_[target] & kLockExclusive);
-	locks_[target] = 0;
-	access_[target] = 0;
-	--locksHeld_;
+	closeLock(target);
 	return rc;
 }
 

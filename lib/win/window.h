@@ -403,6 +403,46 @@ public:
 	/* Synchronization: passive target. */
 	int lock(int lockType, int target, int assert);
 	int unlock(int target);
+	/*
+	 * lock's common case inline: an exclusive lock without assert on a
+	 * target of this host, nothing else open on it, no exclusive locker
+	 * waiting, the word free: one compare-exchange (tryTakeExclusive). False,
+	 * having done nothing, for everything else (then lock(), which checks and
+	 * reports every case and waits).
+	 */
+	[[gnu::always_inline]] bool lockFast(int lockType, int target, int assert)
+	{
+		if (lockType == RMA_LOCK_EXCLUSIVE && assert == 0 && static_cast<unsigned>(target) < nTargets_ &&
+		    !locks_[target] && !lockAll_ && !started_ && !hints_.noLocks && !(fenceEpoch_ && pendingOps_) &&
+		    targets_[target].reach != Reach::Remote && !anyDead()) [[likely]] {
+			noteLockActivity(true, +1);
+			/* Relaxed: a hint, as in acquireLock() (no barging past waiting exclusive lockers). */
+			if (slots_[target].waiters.load(std::memory_order_relaxed) == 0 && tryTakeExclusive(target))
+				[[likely]] {
+				openLock(target, kLockExclusive);
+				return true;
+			}
+			noteLockActivity(true, -1);
+		}
+		return false;
+	}
+	/*
+	 * unlock's common case inline: a lock taken without RMA_MODE_NOCHECK on
+	 * a target of this host, nothing of ours queued to it. False, having done
+	 * nothing, for everything else (then unlock()).
+	 */
+	[[gnu::always_inline]] bool unlockFast(int target)
+	{
+		if (static_cast<unsigned>(target) < nTargets_ && locks_[target] != 0 &&
+		    !(locks_[target] & kLockNoCheck) && targets_[target].reach != Reach::Remote &&
+		    accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
+			completeLocally();
+			releaseLock(target, locks_[target] & kLockExclusive);
+			closeLock(target);
+			return true;
+		}
+		return false;
+	}
 	int lockAll(int assert);
 	int unlockAll();
 	int flush(const char *call, int target); /* also flush_local: completion is the same here */
@@ -537,6 +577,64 @@ private:
 	 */
 	[[gnu::cold]] int deadLockHolder(int blockers, bool thisHost) const;
 	/* This rank's lock activity words (RankSlot): raised before a lock is taken, lowered after release. */
+	/*
+	 * Take @target's lock word for an exclusive lock if it is free, then look
+	 * for lock_all holders: a Dekker pair with lockAll(), which counts itself
+	 * in the global word and then looks at every target's word. Both sides
+	 * are seq_cst (a locked instruction, then a load), so at least one of
+	 * them sees the other and backs off. The CAS also acquires the last
+	 * holder's release; the load of the global word acquires the release of
+	 * the last unlock_all.
+	 */
+	[[gnu::always_inline]] bool tryTakeExclusive(int target)
+	{
+		std::atomic<uint64_t> &word = slots_[target].lock;
+		uint64_t v = 0;
+		const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
+		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
+			return false;
+		if ((globalLocks_->word.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) [[likely]] {
+			noteExclusiveGrant(slots_[target].grants);
+			return true;
+		}
+		/* A lock_all epoch is open: give the word back (nothing was published under it). Release: as in releaseLock(). */
+		word.store(0, std::memory_order_release);
+		return false;
+	}
+	/* Release @target's lock word (exclusive: we are its only writer). */
+	[[gnu::always_inline]] void releaseLock(int target, bool exclusive)
+	{
+		std::atomic<uint64_t> &word = slots_[target].lock;
+		if (!exclusive) {
+			/* Release: publishes this holder's RMA stores to the next exclusive holder's acquiring CAS. */
+			word.fetch_sub(lockword::kShared, std::memory_order_release);
+		} else {
+			/*
+			 * While we hold it nobody else writes the word (every other CAS
+			 * expects a free holder field, lock_all only reads it), so a plain
+			 * store frees it. Release: publishes our RMA stores to the next
+			 * holder's acquiring CAS and to lock_all's scan.
+			 */
+			word.store(0, std::memory_order_release);
+		}
+		noteLockActivity(exclusive, -1);
+	}
+	/* The epoch bookkeeping of a lock taken (@bits: LockBits) and of one that ends. */
+	[[gnu::always_inline]] void openLock(int target, uint8_t bits)
+	{
+		fenceEpoch_ = false;
+		allAccess_ = false;
+		locks_[target] = bits;
+		access_[target] = 1;
+		++locksHeld_;
+		crossProcessEdge();
+	}
+	[[gnu::always_inline]] void closeLock(int target)
+	{
+		locks_[target] = 0;
+		access_[target] = 0;
+		--locksHeld_;
+	}
 	void noteLockActivity(bool exclusive, int delta)
 	{
 		std::atomic<uint32_t> &w = mySlot_->lockActivity;
@@ -567,7 +665,6 @@ private:
 	/* Whether some member is dead (then rma_win_free releases without synchronizing). */
 	bool memberDead() const;
 	int acquireLock(const char *call, int target, bool exclusive);
-	void releaseLock(int target, bool exclusive);
 	int takeLockAll(const char *call);
 	/*
 	 * This host's part of a lock_all: count it in the global word once no
