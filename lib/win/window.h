@@ -404,25 +404,27 @@ public:
 	int lock(int lockType, int target, int assert);
 	int unlock(int target);
 	/*
-	 * lock's common case inline: an exclusive lock without assert on a
-	 * target of this host, nothing else open on it, no exclusive locker
-	 * waiting, the word free: one compare-exchange (tryTakeExclusive). False,
-	 * having done nothing, for everything else (then lock(), which checks and
-	 * reports every case and waits).
+	 * lock's common case inline: a lock without assert on a target of this
+	 * host, nothing else open on it, no exclusive locker waiting, the word
+	 * free of an exclusive holder: one compare-exchange (tryTakeExclusive,
+	 * or the shared count). False, having done nothing, for everything else
+	 * (then lock(), which checks and reports every case and waits).
 	 */
 	[[gnu::always_inline]] bool lockFast(int lockType, int target, int assert)
 	{
-		if (lockType == RMA_LOCK_EXCLUSIVE && assert == 0 && static_cast<unsigned>(target) < nTargets_ &&
-		    !locks_[target] && !lockAll_ && !started_ && !hints_.noLocks && !(fenceEpoch_ && pendingOps_) &&
-		    targets_[target].reach != Reach::Remote && !anyDead()) [[likely]] {
-			noteLockActivity(true, +1);
+		if ((lockType == RMA_LOCK_EXCLUSIVE || lockType == RMA_LOCK_SHARED) && assert == 0 &&
+		    static_cast<unsigned>(target) < nTargets_ && !locks_[target] && !lockAll_ && !started_ &&
+		    !hints_.noLocks && !(fenceEpoch_ && pendingOps_) && targets_[target].reach != Reach::Remote &&
+		    !anyDead()) [[likely]] {
+			const bool exclusive = lockType == RMA_LOCK_EXCLUSIVE;
+			noteLockActivity(exclusive, +1);
 			/* Relaxed: a hint, as in acquireLock() (no barging past waiting exclusive lockers). */
-			if (slots_[target].waiters.load(std::memory_order_relaxed) == 0 && tryTakeExclusive(target))
-				[[likely]] {
-				openLock(target, kLockExclusive);
+			if (slots_[target].waiters.load(std::memory_order_relaxed) == 0 &&
+			    (exclusive ? tryTakeExclusive(target) : tryTakeShared(target))) [[likely]] {
+				openLock(target, exclusive ? kLockExclusive : kLockShared);
 				return true;
 			}
-			noteLockActivity(true, -1);
+			noteLockActivity(exclusive, -1);
 		}
 		return false;
 	}
@@ -600,6 +602,20 @@ private:
 		/* A lock_all epoch is open: give the word back (nothing was published under it). Release: as in releaseLock(). */
 		word.store(0, std::memory_order_release);
 		return false;
+	}
+	/*
+	 * Count a shared holder in @target's word if no exclusive holder has it.
+	 * Acquire: pairs with the release store in releaseLock() of the last
+	 * exclusive holder. One try: a CAS lost to another shared locker is the
+	 * slow path's to retry (acquireLock()).
+	 */
+	[[gnu::always_inline]] bool tryTakeShared(int target)
+	{
+		std::atomic<uint64_t> &word = slots_[target].lock;
+		uint64_t v = word.load(std::memory_order_relaxed);
+		return (v & lockword::kHolderMask) == 0 &&
+		       word.compare_exchange_strong(v, v + lockword::kShared, std::memory_order_acquire,
+						    std::memory_order_relaxed);
 	}
 	/* Release @target's lock word (exclusive: we are its only writer). */
 	[[gnu::always_inline]] void releaseLock(int target, bool exclusive)
