@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -251,40 +252,68 @@ int Link::fail(int err, const char *what)
 
 int Link::send(std::span<const uint8_t> bytes)
 {
+	const std::span<const uint8_t> one[] = { bytes };
+	return sendParts(one);
+}
+
+int Link::sendParts(std::span<const std::span<const uint8_t>> parts)
+{
 	if (error_)
 		return error_;
-	while (!bytes.empty()) {
-		ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			bytes = bytes.subspan(static_cast<std::size_t>(n));
+	constexpr std::size_t kMaxParts = 8;
+	iovec iov[kMaxParts];
+	std::size_t n = 0;
+	for (std::span<const uint8_t> p : parts)
+		if (!p.empty()) {
+			if (n == kMaxParts)
+				return makeError(RMA_ERR_INTERN, "Link::sendParts: more than %zu parts", kMaxParts);
+			iov[n++] = iovec{ const_cast<uint8_t *>(p.data()), p.size() };
+		}
+	std::size_t first = 0;
+	while (first < n) {
+		msghdr m{};
+		m.msg_iov = iov + first;
+		m.msg_iovlen = n - first;
+		ssize_t sent = ::sendmsg(fd_.get(), &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent > 0) {
+			/* Skip what left; resume inside the part it ended in. */
+			auto left = static_cast<std::size_t>(sent);
+			while (first < n && left >= iov[first].iov_len)
+				left -= iov[first++].iov_len;
+			if (first < n) {
+				iov[first].iov_base = static_cast<uint8_t *>(iov[first].iov_base) + left;
+				iov[first].iov_len -= left;
+			}
 			continue;
 		}
-		if (n < 0 && errno == EINTR)
+		if (sent < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			/* Full: take the replies that may be holding the server back, then wait for room. */
 			RMA_TRY(pump());
 			pollfd p{ fd_.get(), POLLOUT | POLLIN, 0 };
 			::poll(&p, 1, 1);
 			continue;
 		}
-		return fail(n < 0 ? errno : EPIPE, "failed while sending");
+		return fail(sent < 0 ? errno : EPIPE, "failed while sending");
 	}
 	return RMA_SUCCESS;
 }
 
-int Link::queue(std::span<const uint8_t> head, std::span<const uint8_t> body)
+int Link::queue(std::span<const uint8_t> head, std::span<const uint8_t> body, std::span<const uint8_t> data)
 {
 	if (error_)
 		return error_;
-	/* A large frame goes straight out behind what is queued (no copy into the batch). */
-	if (head.size() + body.size() >= kBatchBytes) {
-		RMA_TRY(push());
-		RMA_TRY(send(head));
-		return send(body);
+	/* A large frame goes straight out behind what is queued, in one sendmsg() (no copy into the batch). */
+	if (head.size() + body.size() + data.size() >= kBatchBytes) {
+		const std::span<const uint8_t> parts[] = { out_, head, body, data };
+		int rc = sendParts(parts);
+		out_.clear();
+		return rc;
 	}
 	out_.insert(out_.end(), head.begin(), head.end());
 	out_.insert(out_.end(), body.begin(), body.end());
+	out_.insert(out_.end(), data.begin(), data.end());
 	return out_.size() >= kBatchBytes ? push() : RMA_SUCCESS;
 }
 
@@ -302,7 +331,13 @@ int Link::pump()
 	if (error_)
 		return error_;
 	for (;;) {
-		ssize_t n = ::recv(fd_.get(), in_.data(), in_.size(), MSG_DONTWAIT);
+		if (direct_.left) {
+			if (!pumpDirect())
+				return error_;
+			continue;
+		}
+		const std::size_t want = nextRead();
+		ssize_t n = ::recv(fd_.get(), in_.data(), want, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -319,6 +354,7 @@ int Link::pump()
 						  ParsedFrame f;
 						  ParseResult r = parse(frame, ctx, f);
 						  if (r.verdict == Verdict::Ok) {
+							  answered(f.header.seq);
 							  if (WindowService *s = engine_.findService(f.header.window))
 								  s->onReply(f);
 						  } else if (r.reason != Reason::UnknownWindow) {
@@ -331,9 +367,72 @@ int Link::pump()
 					  });
 		if (!ok || bad)
 			return fail(EPROTO, "sent a malformed reply");
-		if (static_cast<std::size_t>(n) < in_.size())
+		tryDirect(ctx);
+		if (static_cast<std::size_t>(n) < want)
 			return RMA_SUCCESS;
 	}
+}
+
+void Link::tryDirect(const ParseContext &ctx)
+{
+	const std::span<const uint8_t> held = assembler_.held();
+	if (held.size() < kHeaderBytes)
+		return;
+	const FrameHeader h = decodeHeader(held.data());
+	if (h.kind != static_cast<uint16_t>(FrameKind::GetReply) || h.bodyLen < kDirectBytes)
+		return;
+	/* The header as parse() checks it (a GET_REPLY's body is plain data); a bad one is left to parse(). */
+	if (checkHeader(h, ctx).verdict != Verdict::Ok)
+		return;
+	WindowService *s = engine_.findService(h.window);
+	uint8_t *dst = s ? s->replyDestination(h) : nullptr;
+	if (!dst)
+		return;
+	const std::size_t got = held.size() - kHeaderBytes; /* < bodyLen: feed() delivers whole frames */
+	std::memcpy(dst, held.data() + kHeaderBytes, got);
+	assembler_.discard();
+	direct_ = Direct{ h, got, h.bodyLen - got };
+	answered(h.seq);
+}
+
+std::size_t Link::nextRead() const
+{
+	if (largeReplies_.empty())
+		return in_.size();
+	const std::span<const uint8_t> held = assembler_.held();
+	if (held.size() < kHeaderBytes)
+		return kHeaderBytes - held.size();
+	/* The rest of this frame (the assembler refuses an over-long one when it has the header). */
+	const std::size_t frame = kHeaderBytes + le::load<uint32_t>(held.data() + 4);
+	return frame > held.size() ? std::min(frame - held.size(), in_.size()) : in_.size();
+}
+
+bool Link::pumpDirect()
+{
+	/* Still expected? (A window freed after an error no longer is: its bytes are then read and dropped.) */
+	WindowService *s = engine_.findService(direct_.header.window);
+	uint8_t *dst = s ? s->replyDestination(direct_.header) : nullptr;
+	const std::size_t want = dst ? direct_.left : std::min<std::size_t>(direct_.left, in_.size());
+	ssize_t n = ::recv(fd_.get(), dst ? dst + direct_.done : in_.data(), want, MSG_DONTWAIT);
+	if (n < 0 && errno == EINTR)
+		return true;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return false;
+	if (n <= 0) {
+		fail(n == 0 ? ECONNRESET : errno, n == 0 ? "was closed by the peer" : "failed while receiving");
+		return false;
+	}
+	received_ += static_cast<uint64_t>(n);
+	direct_.done += static_cast<uint64_t>(n);
+	direct_.left -= static_cast<uint64_t>(n);
+	if (direct_.left == 0) {
+		++directFrames_;
+		const FrameHeader h = direct_.header;
+		direct_ = Direct{};
+		if (dst)
+			s->onReplyPlaced(h);
+	}
+	return static_cast<std::size_t>(n) == want;
 }
 
 /* ---- Engine ------------------------------------------------------------------- */
@@ -786,6 +885,13 @@ void Engine::stop()
 			     static_cast<unsigned long long>(st.zcSends), static_cast<unsigned long long>(st.zcNotifs),
 			     static_cast<unsigned long long>(st.zcCopied), static_cast<unsigned long long>(st.shortSends),
 			     static_cast<unsigned long long>(st.bytesOut));
+	}
+	if (config_.verbose && !links_.empty()) {
+		uint64_t direct = 0;
+		for (const auto &[server, link] : links_)
+			direct += link->directFrames();
+		std::fprintf(stderr, "librma: rank %d's links: %llu get replies received in place\n", config_.rank,
+			     static_cast<unsigned long long>(direct));
 	}
 	loopOwner_.reset();
 	links_.clear();

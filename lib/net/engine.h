@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -103,6 +104,21 @@ public:
 	/* A validated reply for an origin in this process (application thread, inside Link::pump()). */
 	virtual void onReply(const ParsedFrame &frame) noexcept = 0;
 	/*
+	 * Receiving in place (Link::pump()): where the body of the GET_REPLY
+	 * whose validated header is @h goes, if this service expects exactly
+	 * that reply next (its sequence number and length) and can take its
+	 * bytes straight from the socket; nullptr otherwise (the frame then
+	 * goes through onReply()). Asked again before every read into it, so
+	 * a destination that stops being expected is never written after.
+	 */
+	virtual uint8_t *replyDestination(const FrameHeader &h) noexcept
+	{
+		(void)h;
+		return nullptr;
+	}
+	/* The whole body of @h has been received at replyDestination(@h): as onReply() without the copy. */
+	virtual void onReplyPlaced(const FrameHeader &h) noexcept { (void)h; }
+	/*
 	 * The connection of origin world rank @rank ended: it broke (that
 	 * process or its host is gone), was dropped for a malformed frame, or
 	 * closed (the process finished, or was killed: its kernel closes with a
@@ -134,13 +150,18 @@ public:
 	 * lost (the message names the server and the error).
 	 */
 	int send(std::span<const uint8_t> bytes);
+	/* Write the bytes of @parts, one after the other, in full, with as few system calls as the socket allows. As send(). */
+	int sendParts(std::span<const std::span<const uint8_t>> parts);
 	/*
 	 * Batching (design §8: a put and its flush leave in one send()): queue
-	 * one frame, @head then @body, behind the frames queued before; they
-	 * leave together once kBatchBytes are queued or at push(). Callers
-	 * push() before they wait for an answer. Errors as send().
+	 * one frame, @head then @body then @data, behind the frames queued
+	 * before; they leave together once kBatchBytes are queued or at
+	 * push(). A frame of kBatchBytes or more leaves at once, together
+	 * with what is queued, in one sendmsg() read straight from @body and
+	 * @data (no copy: the caller's buffers are free again on return).
+	 * Callers push() before they wait for an answer. Errors as send().
 	 */
-	int queue(std::span<const uint8_t> head, std::span<const uint8_t> body);
+	int queue(std::span<const uint8_t> head, std::span<const uint8_t> body, std::span<const uint8_t> data = {});
 	int push();
 	static constexpr std::size_t kBatchBytes = 16 << 10;
 	/*
@@ -154,9 +175,26 @@ public:
 	int error() const { return error_; }
 	/* Bytes received so far: a waiter that sees it grow knows the peer is alive and working. */
 	uint64_t received() const { return received_; }
+	/*
+	 * The reply to request @seq (sent next) is a GET_REPLY of at least
+	 * kDirectBytes: pump() then reads frame by frame until it has come,
+	 * so that its body goes straight to where replyDestination() says.
+	 */
+	void expectLargeReply(uint64_t seq)
+	{
+		if (largeReplies_.empty() || largeReplies_.back() < seq)
+			largeReplies_.push_back(seq);
+	}
+	static constexpr uint32_t kDirectBytes = 16 << 10;
+	/* Replies received in place so far (direct_). */
+	uint64_t directFrames() const { return directFrames_; }
 
 private:
 	[[gnu::cold]] int fail(int err, const char *what);
+	/* After feed(): whether the incomplete frame is a large reply its window can take in place (then direct_). */
+	void tryDirect(const ParseContext &ctx);
+	/* Read into direct_'s destination; false once the socket has nothing more (or failed: error_). */
+	bool pumpDirect();
 	Engine &engine_;
 	int server_;
 	UniqueFd fd_;
@@ -167,6 +205,35 @@ private:
 	FrameAssembler assembler_{ kMaxBody };
 	std::vector<uint8_t> in_;
 	std::vector<uint8_t> out_; /* queued frames */
+	/*
+	 * A GET_REPLY being received straight into its destination (the
+	 * origin's buffer): its header, and the body bytes still to come.
+	 * Replies of at least kDirectBytes go this way: one copy (the
+	 * kernel's) instead of two.
+	 */
+	struct Direct {
+		FrameHeader header{};
+		uint64_t done = 0; /* body bytes received */
+		uint64_t left = 0; /* body bytes still to come; 0: not receiving in place */
+	} direct_;
+	/*
+	 * Requests whose large replies are still to come (expectLargeReply()),
+	 * oldest first. While there are any, pump() reads frame by frame (a
+	 * header, then exactly the rest of its frame), so that each such
+	 * reply's body is read in place whole. Replies come in request order
+	 * on a link, so a frame answering request s also means every entry
+	 * before s is answered (or was refused).
+	 */
+	std::deque<uint64_t> largeReplies_;
+	/* How much pump() reads next: one frame at a time while a large reply is expected. */
+	std::size_t nextRead() const;
+	/* A frame answering request @seq was received: forget the expected replies up to it. */
+	void answered(uint64_t seq)
+	{
+		while (!largeReplies_.empty() && largeReplies_.front() <= seq)
+			largeReplies_.pop_front();
+	}
+	uint64_t directFrames_ = 0;
 };
 
 struct EngineConfig {

@@ -146,6 +146,10 @@ public:
 
 	/* Bytes held of an incomplete frame. */
 	std::size_t pending() const { return have_; }
+	/* Those bytes (the header first once 32 are held). */
+	std::span<const uint8_t> held() const { return { partial_.data(), have_ }; }
+	/* Forget the incomplete frame: its owner takes the rest of it from the stream itself. */
+	void discard() { have_ = 0; }
 	uint64_t splitFrames() const { return split_; }
 
 private:

@@ -125,12 +125,12 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 }
 
 int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body,
-			      uint64_t &seq, bool noOrigin)
+			      uint64_t &seq, bool noOrigin, std::span<const uint8_t> data)
 {
 	seq = s.link->nextSeq();
 	net::FrameHeader h;
 	h.kind = static_cast<uint16_t>(kind);
-	h.bodyLen = static_cast<uint32_t>(body.size());
+	h.bodyLen = static_cast<uint32_t>(body.size() + data.size());
 	h.window = id_;
 	h.origin = noOrigin ? 0 : static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
 	h.target = targetWorld;
@@ -139,7 +139,7 @@ int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, s
 	net::encodeHeader(h, head);
 	s.sent = seq;
 	/* Queued: it leaves with the next frames, at the latest when this process waits for an answer. */
-	if (int rc = s.link->queue(head, body); rc != RMA_SUCCESS) {
+	if (int rc = s.link->queue(head, body, data); rc != RMA_SUCCESS) {
 		s.error = rc;
 		return rc;
 	}
@@ -256,7 +256,7 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 		wt.size = data;
 		wt.extent = hi - lo;
 		const std::size_t head = kFixedOpBody + runs.size() * net::kWireRunBytes;
-		body.resize(head + (shape.sendsData ? data : 0));
+		body.resize(head);
 		net::OpBody ob;
 		ob.disp = static_cast<uint64_t>(base);
 		ob.count = 1;
@@ -268,12 +268,17 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 			r.offset -= lo;
 			net::encodeWireRun(r, body.data() + kFixedOpBody + i * net::kWireRunBytes);
 		}
+		/* The origin's bytes leave from where they are (queue() copies small frames into its batch). */
+		std::span<const uint8_t> payload;
 		if (shape.sendsData)
-			std::memcpy(body.data() + head, packed + done, data);
+			payload = std::span(reinterpret_cast<const uint8_t *>(packed + done), data);
 		uint64_t seq = 0;
-		RMA_TRY(sendRequest(st, shape.kind, worldTarget(target), body, seq));
+		RMA_TRY(sendRequest(st, shape.kind, worldTarget(target), body, seq, false, payload));
 		if (shape.fetches)
 			st.gets.push_back(PendingGet{ seq, dest + done, data, staging });
+		/* Its reply goes straight into dest (replyDestination()) if the link reads it frame by frame. */
+		if (shape.kind == FrameKind::Get && data >= net::Link::kDirectBytes)
+			st.link->expectLargeReply(seq);
 		done += static_cast<rma_count>(data);
 	}
 	return RMA_SUCCESS;
@@ -736,22 +741,51 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 						    static_cast<unsigned long long>(f.header.seq), f.data.size());
 			break;
 		}
-		PendingGet g = std::move(s.gets.front());
-		s.gets.pop_front();
-		std::memcpy(g.dest, f.data.data(), g.bytes);
-		if (g.staging) {
-			g.staging->left -= g.bytes;
-			if (g.staging->left == 0)
-				copyTyped(static_cast<std::byte *>(g.staging->origin), *g.staging->type, g.staging->count,
-					  g.staging->packed.data(), *predefinedDatatype(RMA_BYTE),
-					  static_cast<rma_count>(g.staging->packed.size()),
-					  static_cast<rma_count>(g.staging->packed.size()));
-		}
+		std::memcpy(s.gets.front().dest, f.data.data(), f.data.size());
+		finishGet(s);
 		break;
 	}
 	default:
 		break;
 	}
+}
+
+RemoteWindow::Stream *RemoteWindow::replyStream(const net::FrameHeader &h) noexcept
+{
+	const int t = rankInWindow_[h.target];
+	if (t < 0)
+		return nullptr;
+	return streams_[hostOf_[static_cast<std::size_t>(t)]].get();
+}
+
+void RemoteWindow::finishGet(Stream &s) noexcept
+{
+	PendingGet g = std::move(s.gets.front());
+	s.gets.pop_front();
+	if (g.staging) {
+		g.staging->left -= g.bytes;
+		if (g.staging->left == 0)
+			copyTyped(static_cast<std::byte *>(g.staging->origin), *g.staging->type, g.staging->count,
+				  g.staging->packed.data(), *predefinedDatatype(RMA_BYTE),
+				  static_cast<rma_count>(g.staging->packed.size()),
+				  static_cast<rma_count>(g.staging->packed.size()));
+	}
+}
+
+uint8_t *RemoteWindow::replyDestination(const net::FrameHeader &h) noexcept
+{
+	/* Exactly the reply onReply() would take next: the oldest get's sequence number and length. */
+	Stream *s = replyStream(h);
+	if (!s || s->gets.empty() || s->gets.front().seq != h.seq || s->gets.front().bytes != h.bodyLen)
+		return nullptr;
+	return reinterpret_cast<uint8_t *>(s->gets.front().dest);
+}
+
+void RemoteWindow::onReplyPlaced(const net::FrameHeader &h) noexcept
+{
+	/* The link asked replyDestination() right before the last read, and nothing else ran since. */
+	if (Stream *s = replyStream(h); s && !s->gets.empty() && s->gets.front().seq == h.seq)
+		finishGet(*s);
 }
 
 /* ---- Server side ---------------------------------------------------------------- */

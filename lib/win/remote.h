@@ -152,6 +152,8 @@ public:
 	bool onRequest(const net::ParsedFrame &frame, net::Replier &reply) noexcept override;
 	/* Origin side: a reply on the link to world rank @server. */
 	void onReply(const net::ParsedFrame &frame) noexcept override;
+	uint8_t *replyDestination(const net::FrameHeader &h) noexcept override;
+	void onReplyPlaced(const net::FrameHeader &h) noexcept override;
 	/*
 	 * Server side: origin world rank @rank is gone (its connection ended):
 	 * release every lock it held on this host's targets, as its unlocks
@@ -183,9 +185,14 @@ private:
 		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
 	};
 	Result<Stream *> stream(const char *call, int target);
+	/* The stream a reply with header @h belongs to (nullptr: none). */
+	Stream *replyStream(const net::FrameHeader &h) noexcept;
+	/* The oldest get's reply has arrived at its destination: retire it (unpack a staged origin after its last piece). */
+	void finishGet(Stream &s) noexcept;
 	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
+	/* The frame's body is @body then @data (the caller's bytes, sent from where they are). */
 	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq,
-			bool noOrigin = false);
+			bool noOrigin = false, std::span<const uint8_t> data = {});
 	/* @fn(Stream &) for the stream to each other host's server, in host order; stops at an error. */
 	template<typename Fn>
 	int forEachOtherHost(const char *call, Fn &&fn);

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -32,7 +33,7 @@ namespace librma::net {
 namespace {
 
 constexpr uint64_t kWindow = 77;
-constexpr uint64_t kTargetBytes = 4096;
+constexpr uint64_t kTargetBytes = 128 << 10;
 
 /* A window of two ranks (one per host) whose rank 1 keeps its memory in a vector. */
 class FakeWindow final : public WindowService
@@ -53,6 +54,12 @@ public:
 			break;
 		case FrameKind::Flush:
 			reply.ack();
+			break;
+		case FrameKind::Get:
+			/* The reply's bytes tell which request they answer. */
+			if (uint8_t *dst = reply.dataInPlace(FrameKind::GetReply, f.type.size * f.op.count, true))
+				for (std::size_t i = 0; i < f.type.size * f.op.count; ++i)
+					dst[i] = pattern(f.header.seq, i);
 			break;
 		case FrameKind::Lock:
 			/* Held by someone until the origin is lost; granted if asked after that. */
@@ -76,7 +83,48 @@ public:
 	{
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
 			acked_.store(f.header.seq);
+		if (f.header.kind == static_cast<uint16_t>(FrameKind::GetReply)) {
+			if (gets_.empty() || gets_.front().seq != f.header.seq || gets_.front().bytes != f.data.size()) {
+				++strayReplies_;
+				return;
+			}
+			std::memcpy(gets_.front().dest, f.data.data(), f.data.size());
+			gets_.pop_front();
+			++copied_;
+		}
 	}
+	/* Gets the origin side expects, oldest first (what RemoteWindow keeps per stream). */
+	struct ExpectedGet {
+		uint64_t seq;
+		uint8_t *dest;
+		std::size_t bytes;
+	};
+	std::deque<ExpectedGet> gets_;
+	int copied_ = 0, placed_ = 0, strayReplies_ = 0;
+	/* After this many answers, replyDestination() says no more (a window freed mid-reply); < 0: never. */
+	int destinationAnswers_ = -1;
+	uint8_t *replyDestination(const FrameHeader &h) noexcept override
+	{
+		if (gets_.empty() || gets_.front().seq != h.seq || gets_.front().bytes != h.bodyLen)
+			return nullptr;
+		if (destinationAnswers_ == 0) {
+			/* Withdrawn, as RemoteWindow's would be once its window is freed; later gets are answered again. */
+			destinationAnswers_ = -1;
+			gets_.pop_front();
+			return nullptr;
+		}
+		if (destinationAnswers_ > 0)
+			--destinationAnswers_;
+		return gets_.front().dest;
+	}
+	void onReplyPlaced(const FrameHeader &h) noexcept override
+	{
+		ASSERT_FALSE(gets_.empty());
+		ASSERT_EQ(gets_.front().seq, h.seq);
+		gets_.pop_front();
+		++placed_;
+	}
+	static uint8_t pattern(uint64_t seq, std::size_t i) { return static_cast<uint8_t>(seq * 131 + i * 7 + (i >> 9)); }
 	int puts()
 	{
 		std::lock_guard<std::mutex> g(lock_);
@@ -128,6 +176,22 @@ std::vector<uint8_t> putFrame(uint64_t seq, uint64_t disp, std::span<const uint8
 	encodeWireType(wt, body.data() + kOpBodyBytes);
 	body.insert(body.end(), bytes.begin(), bytes.end());
 	return frame(FrameKind::Put, seq, body);
+}
+
+/* A GET of @bytes at byte @disp (a contiguous BYTE type). */
+std::vector<uint8_t> getFrame(uint64_t seq, uint64_t disp, std::size_t bytes)
+{
+	std::vector<uint8_t> body(kOpBodyBytes + kWireTypeBytes);
+	OpBody ob;
+	ob.disp = disp;
+	ob.count = 1;
+	encodeOpBody(ob, body.data());
+	WireType wt;
+	wt.basic = 4; /* BYTE */
+	wt.size = bytes;
+	wt.extent = static_cast<int64_t>(bytes);
+	encodeWireType(wt, body.data() + kOpBodyBytes);
+	return frame(FrameKind::Get, seq, body);
 }
 
 /* Rank @rank of a job of two ranks on two "hosts", listening on loopback. */
@@ -376,6 +440,88 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
 	EXPECT_EQ(server_.puts(), 0);
 	/* Dropped, it can never unlock: what it held is released. */
 	EXPECT_TRUE(waitLost());
+}
+
+TEST_F(EngineTest, LargeGetRepliesAreReceivedInPlaceAndSmallOnesCopied)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	/* Sizes around the in-place threshold (16 KiB), the largest reply (64 KiB), some twice in a row. */
+	const std::size_t sizes[] = { 65536, 65536, 8, 16384, 16383, 40000, 1, 65536, 20000, 16385 };
+	std::vector<std::vector<uint8_t>> dest;
+	std::vector<uint64_t> seqs;
+	int large = 0;
+	for (int round = 0; round < 3; ++round) {
+		for (std::size_t n : sizes) {
+			dest.emplace_back(n + 64, 0xEE);
+			const uint64_t seq = l.nextSeq();
+			seqs.push_back(seq);
+			origin_.gets_.push_back({ seq, dest.back().data(), n });
+			if (n >= 16384) {
+				++large;
+				l.expectLargeReply(seq);
+			}
+			ASSERT_EQ(l.send(getFrame(seq, 0, n)), RMA_SUCCESS);
+		}
+		/* A flush in between: an ACK after the replies, on the same stream. */
+		const uint64_t flush = l.nextSeq();
+		ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+		ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+	}
+	EXPECT_TRUE(origin_.gets_.empty());
+	EXPECT_EQ(origin_.strayReplies_, 0);
+	EXPECT_EQ(origin_.placed_ + origin_.copied_, static_cast<int>(seqs.size()));
+	/* Every reply of 16 KiB or more went in place; none smaller did. */
+	EXPECT_EQ(origin_.placed_, large);
+	EXPECT_EQ(l.directFrames(), static_cast<uint64_t>(large));
+	/* Each destination holds exactly its own reply, and nothing past its end was written. */
+	for (std::size_t k = 0; k < dest.size(); ++k) {
+		const std::size_t n = dest[k].size() - 64;
+		std::size_t wrong = 0;
+		for (std::size_t i = 0; i < n; ++i)
+			wrong += dest[k][i] != FakeWindow::pattern(seqs[k], i);
+		for (std::size_t i = n; i < n + 64; ++i)
+			wrong += dest[k][i] != 0xEE;
+		EXPECT_EQ(wrong, 0u) << "reply " << k << " (" << n << " bytes)";
+	}
+}
+
+TEST_F(EngineTest, AReplyWhoseDestinationIsWithdrawnIsReadAndDropped)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	/* Its window is freed after the first read into it: the rest of its bytes must go nowhere. */
+	std::vector<uint8_t> first(65536 + 64, 0xEE), second(65536, 0);
+	const uint64_t a = l.nextSeq(), b = l.nextSeq();
+	origin_.gets_.push_back({ a, first.data(), 65536 });
+	origin_.gets_.push_back({ b, second.data(), 65536 });
+	origin_.destinationAnswers_ = 1;
+	l.expectLargeReply(a);
+	l.expectLargeReply(b);
+	ASSERT_EQ(l.send(getFrame(a, 0, 65536)), RMA_SUCCESS);
+	ASSERT_EQ(l.send(getFrame(b, 0, 65536)), RMA_SUCCESS);
+	const uint64_t flush = l.nextSeq();
+	ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+	/* The stream stays in step: the next reply and the ACK still arrive whole. */
+	ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+	EXPECT_FALSE(l.failed()) << errorMessage(l.error());
+	EXPECT_TRUE(origin_.gets_.empty());
+	EXPECT_EQ(origin_.strayReplies_, 0);
+	EXPECT_EQ(origin_.placed_ + origin_.copied_, 1);
+	std::size_t wrong = 0;
+	for (std::size_t i = 0; i < second.size(); ++i)
+		wrong += second[i] != FakeWindow::pattern(b, i);
+	EXPECT_EQ(wrong, 0u);
+	/* What went into the withdrawn destination is a prefix of its reply; nothing went past its end. */
+	std::size_t written = 0;
+	while (written < 65536 && first[written] == FakeWindow::pattern(a, written))
+		++written;
+	for (std::size_t i = written; i < first.size(); ++i)
+		wrong += first[i] != 0xEE;
+	EXPECT_EQ(wrong, 0u);
+	EXPECT_LT(written, 65536u);
 }
 
 } /* namespace */
