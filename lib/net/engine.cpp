@@ -379,9 +379,10 @@ void Link::tryDirect(const ParseContext &ctx)
 	if (held.size() < kHeaderBytes)
 		return;
 	const FrameHeader h = decodeHeader(held.data());
-	if (h.kind != static_cast<uint16_t>(FrameKind::GetReply) || h.bodyLen < kDirectBytes)
+	if ((h.kind != static_cast<uint16_t>(FrameKind::GetReply) && h.kind != static_cast<uint16_t>(FrameKind::AccReply)) ||
+	    h.bodyLen < kDirectBytes)
 		return;
-	/* The header as parse() checks it (a GET_REPLY's body is plain data); a bad one is left to parse(). */
+	/* The header as parse() checks it (a reply's body is plain data); a bad one is left to parse(). */
 	if (checkHeader(h, ctx).verdict != Verdict::Ok)
 		return;
 	WindowService *s = engine_.findService(h.window);

@@ -105,7 +105,7 @@ public:
 	virtual void onReply(const ParsedFrame &frame) noexcept = 0;
 	/*
 	 * Receiving in place (Link::pump()): where the body of the GET_REPLY
-	 * whose validated header is @h goes, if this service expects exactly
+	 * or ACC_REPLY whose validated header is @h goes, if this service expects exactly
 	 * that reply next (its sequence number and length) and can take its
 	 * bytes straight from the socket; nullptr otherwise (the frame then
 	 * goes through onReply()). Asked again before every read into it, so
@@ -176,8 +176,8 @@ public:
 	/* Bytes received so far: a waiter that sees it grow knows the peer is alive and working. */
 	uint64_t received() const { return received_; }
 	/*
-	 * The reply to request @seq (sent next) is a GET_REPLY of at least
-	 * kDirectBytes: pump() then reads frame by frame until it has come,
+	 * The reply to request @seq (sent next) is a GET_REPLY or ACC_REPLY
+	 * of at least kDirectBytes: pump() then reads frame by frame until it has come,
 	 * so that its body goes straight to where replyDestination() says.
 	 */
 	void expectLargeReply(uint64_t seq)
@@ -206,7 +206,7 @@ private:
 	std::vector<uint8_t> in_;
 	std::vector<uint8_t> out_; /* queued frames */
 	/*
-	 * A GET_REPLY being received straight into its destination (the
+	 * A GET_REPLY or ACC_REPLY being received straight into its destination (the
 	 * origin's buffer): its header, and the body bytes still to come.
 	 * Replies of at least kDirectBytes go this way: one copy (the
 	 * kernel's) instead of two.

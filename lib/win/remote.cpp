@@ -277,7 +277,7 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 		if (shape.fetches)
 			st.gets.push_back(PendingGet{ seq, dest + done, data, staging });
 		/* Its reply goes straight into dest (replyDestination()) if the link reads it frame by frame. */
-		if (shape.kind == FrameKind::Get && data >= net::Link::kDirectBytes)
+		if (shape.fetches && data >= net::Link::kDirectBytes)
 			st.link->expectLargeReply(seq);
 		done += static_cast<rma_count>(data);
 	}
