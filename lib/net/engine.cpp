@@ -353,8 +353,10 @@ int Link::pump()
 							  return;
 						  ParsedFrame f;
 						  ParseResult r = parse(frame, ctx, f);
-						  if (r.verdict == Verdict::Ok) {
+						  /* A reply for a window freed since still answers its request. */
+						  if (r.verdict == Verdict::Ok || r.reason == Reason::UnknownWindow)
 							  answered(f.header.seq);
+						  if (r.verdict == Verdict::Ok) {
 							  if (WindowService *s = engine_.findService(f.header.window))
 								  s->onReply(f);
 						  } else if (r.reason != Reason::UnknownWindow) {
@@ -382,8 +384,8 @@ void Link::tryDirect(const ParseContext &ctx)
 	if ((h.kind != static_cast<uint16_t>(FrameKind::GetReply) && h.kind != static_cast<uint16_t>(FrameKind::AccReply)) ||
 	    h.bodyLen < kDirectBytes)
 		return;
-	/* The header as parse() checks it (a reply's body is plain data); a bad one is left to parse(). */
-	if (checkHeader(h, ctx).verdict != Verdict::Ok)
+	/* Everything parse() would check (a data reply's body is not read by any step); a bad one is left to parse(). */
+	if (checkDataReply(h, ctx).verdict != Verdict::Ok)
 		return;
 	WindowService *s = engine_.findService(h.window);
 	uint8_t *dst = s ? s->replyDestination(h) : nullptr;
@@ -392,7 +394,7 @@ void Link::tryDirect(const ParseContext &ctx)
 	const std::size_t got = held.size() - kHeaderBytes; /* < bodyLen: feed() delivers whole frames */
 	std::memcpy(dst, held.data() + kHeaderBytes, got);
 	assembler_.discard();
-	direct_ = Direct{ h, got, h.bodyLen - got };
+	direct_ = Direct{ h, got, h.bodyLen - got, dst, false };
 	answered(h.seq);
 }
 
@@ -410,9 +412,20 @@ std::size_t Link::nextRead() const
 
 bool Link::pumpDirect()
 {
-	/* Still expected? (A window freed after an error no longer is: its bytes are then read and dropped.) */
+	/*
+	 * Still expected, at the same place? (A window freed after an error no
+	 * longer is: the rest of its bytes are read and dropped, and the reply
+	 * is never reported placed, even if asked again.)
+	 */
 	WindowService *s = engine_.findService(direct_.header.window);
-	uint8_t *dst = s ? s->replyDestination(direct_.header) : nullptr;
+	uint8_t *dst = nullptr;
+	if (!direct_.dropping) {
+		dst = s ? s->replyDestination(direct_.header) : nullptr;
+		if (dst != direct_.dest) {
+			direct_.dropping = true;
+			dst = nullptr;
+		}
+	}
 	const std::size_t want = dst ? direct_.left : std::min<std::size_t>(direct_.left, in_.size());
 	ssize_t n = ::recv(fd_.get(), dst ? dst + direct_.done : in_.data(), want, MSG_DONTWAIT);
 	if (n < 0 && errno == EINTR)
@@ -430,7 +443,7 @@ bool Link::pumpDirect()
 		++directFrames_;
 		const FrameHeader h = direct_.header;
 		direct_ = Direct{};
-		if (dst)
+		if (dst) /* every byte went to dst (dropping would have stuck otherwise) */
 			s->onReplyPlaced(h);
 	}
 	return static_cast<std::size_t>(n) == want;

@@ -215,6 +215,8 @@ private:
 		FrameHeader header{};
 		uint64_t done = 0; /* body bytes received */
 		uint64_t left = 0; /* body bytes still to come; 0: not receiving in place */
+		uint8_t *dest = nullptr; /* where its body goes (replyDestination()) */
+		bool dropping = false;   /* the destination went away: the rest is read and dropped */
 	} direct_;
 	/*
 	 * Requests whose large replies are still to come (expectLargeReply()),

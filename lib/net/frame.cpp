@@ -762,6 +762,26 @@ ParseResult checkHeader(const FrameHeader &h, const ParseContext &ctx) noexcept
 	return ok;
 }
 
+ParseResult checkDataReply(const FrameHeader &h, const ParseContext &ctx) noexcept
+{
+	ParseResult res;
+	if (h.kind != static_cast<uint16_t>(FrameKind::GetReply) && h.kind != static_cast<uint16_t>(FrameKind::AccReply)) {
+		res.verdict = Verdict::Incomplete; /* any other kind's body has to be read and parsed */
+		res.frameBytes = kHeaderBytes + std::size_t{ h.bodyLen };
+		return res;
+	}
+	res = checkHeader(h, ctx);
+	if (res.verdict != Verdict::Ok)
+		return res;
+	/* Every step of parse(): a data reply's body is not read by any of them. */
+	static const uint8_t kNoBody = 0;
+	ParsedFrame out;
+	out.header = h;
+	ParseResult body = parseBody(ctx, &kNoBody, out);
+	body.frameBytes = body.verdict == Verdict::Drop ? 0 : res.frameBytes;
+	return body;
+}
+
 ParseResult parse(std::span<const uint8_t> bytes, const ParseContext &ctx, ParsedFrame &out) noexcept
 {
 	ParseResult res;

@@ -334,6 +334,15 @@ struct ParsedFrame {
 ParseResult checkHeader(const FrameHeader &h, const ParseContext &ctx) noexcept;
 
 /*
+ * Every check parse() makes of a GET_REPLY or ACC_REPLY, from its header
+ * alone: their bodies are plain data that no step reads, so a receiver may
+ * place the body where it belongs (an origin's buffer) before it has it.
+ * The same verdicts as parse(); Incomplete for any other kind (its body
+ * must be read and parsed).
+ */
+ParseResult checkDataReply(const FrameHeader &h, const ParseContext &ctx) noexcept;
+
+/*
  * Validate the frame at the start of @bytes (§5.2, all steps) and fill
  * @out. @bytes may hold more than one frame: only the first is parsed
  * (frameBytes says where the next begins). Returns:

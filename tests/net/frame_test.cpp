@@ -507,6 +507,35 @@ TEST_F(FrameParseTest, DropsFramesWithTheWrongRanksOrWindow)
 	expectRefused(raw(req(FrameKind::Post, kStaticWindow, 0, 1), words32({ 1, 0, 0 })), Reason::TargetNotPeer);
 }
 
+TEST_F(FrameParseTest, ADataReplysHeaderAloneGetsTheVerdictOfParse)
+{
+	/* checkDataReply() decides from 32 bytes what parse() decides from the whole frame. */
+	const ParseContext ctx = host_.context();
+	const FrameHeader cases[] = {
+		req(FrameKind::GetReply, kStaticWindow, 0, 2),	 /* fine */
+		req(FrameKind::AccReply, kStaticWindow, 1, 3),	 /* fine */
+		req(FrameKind::GetReply, 12345, 0, 2),		 /* no such window */
+		req(FrameKind::GetReply, kDynamicWindow, 1, 2), /* origin not a member */
+		req(FrameKind::GetReply, kDynamicWindow, 0, 3), /* target not a member */
+		req(FrameKind::GetReply, kStaticWindow, 2, 3),	 /* origin not on this host */
+		req(FrameKind::GetReply, kStaticWindow, 0, 1),	 /* target not on the peer's host */
+		req(FrameKind::GetReply, 0, 0, 2),		 /* window 0 */
+	};
+	for (const FrameHeader &h0 : cases) {
+		FrameHeader h = h0;
+		h.bodyLen = 100;
+		const ParseResult head = checkDataReply(h, ctx);
+		ParsedFrame f;
+		const ParseResult whole = parse(raw(h, Bytes(100, 7)), ctx, f);
+		EXPECT_EQ(head.verdict, whole.verdict) << "window " << h.window << " origin " << h.origin;
+		EXPECT_EQ(head.reason, whole.reason) << "window " << h.window << " origin " << h.origin;
+	}
+	EXPECT_EQ(checkDataReply(req(FrameKind::GetReply, kStaticWindow, 0, 2), ctx).verdict, Verdict::Ok);
+	/* Any other kind needs its body. */
+	EXPECT_EQ(checkDataReply(req(FrameKind::Ack, kStaticWindow, 0, 2), ctx).verdict, Verdict::Incomplete);
+	EXPECT_EQ(checkDataReply(req(FrameKind::Put, kStaticWindow, 2, 0), ctx).verdict, Verdict::Incomplete);
+}
+
 TEST_F(FrameParseTest, DropsBodiesOfTheWrongShape)
 {
 	expectRefused(raw({ 1, 0, 0, 0, 0, 0, 1 }, Bytes(47)), Reason::BadBodyLength, ConnPhase::AwaitHello);
