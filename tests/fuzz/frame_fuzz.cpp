@@ -14,7 +14,8 @@
  * and inside the fake host's target memory (frame_fixture.h), which this
  * target then writes (put, accumulate) or reads (get) through heap
  * buffers of exactly the target's size, so AddressSanitizer sees any byte
- * outside. A broken promise aborts.
+ * outside. It also checks that checkDataReply() (what an origin trusts
+ * before it has a reply's body) agrees with parse(). A broken promise aborts.
  *
  * Built with clang -fsanitize=fuzzer,address,undefined (tests/net/meson.build);
  * the GCC suite replays tests/fuzz/corpus/frame/ through the same function
@@ -118,6 +119,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (!stream.empty()) {
 		ParsedFrame f;
 		ParseResult r = parse(stream, ctx, f);
+		/*
+		 * An origin places a data reply's body on checkDataReply()'s word,
+		 * before it has the body: that word must be parse()'s.
+		 */
+		if (stream.size() >= kHeaderBytes) {
+			const FrameHeader h = decodeHeader(stream.data());
+			const ParseResult head = checkDataReply(h, ctx);
+			if (head.verdict != Verdict::Incomplete && r.verdict != Verdict::Incomplete &&
+			    (head.verdict != r.verdict || head.reason != r.reason))
+				broken("checkDataReply() and parse() disagree", h);
+			if (head.verdict == Verdict::Ok && r.verdict == Verdict::Incomplete &&
+			    r.frameBytes != head.frameBytes)
+				broken("checkDataReply() and parse() need different lengths", h);
+		}
 		if (r.verdict == Verdict::Incomplete) {
 			if (r.frameBytes <= stream.size())
 				broken("Incomplete although the bytes are there", f.header);
