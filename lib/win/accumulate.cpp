@@ -582,7 +582,11 @@ void Window::collectFetches(int t, uint64_t done)
 int Window::completeAllAccumulates(const char *call, bool remote)
 {
 	int failed = RMA_SUCCESS;
-	for (int r = 0; r < size(); ++r) {
+	const int n = size();
+	for (int r = 0; r < n; ++r) {
+		/* completeAccumulates()'s own first test, here: a fence over idle targets makes no call. */
+		if (accApplied_[r] == accIssued_[r])
+			continue;
 		if (!remote && targets_[r].reach == Reach::Remote)
 			continue;
 		if (int rc = completeAccumulates(call, r); rc != RMA_SUCCESS) {

@@ -751,6 +751,15 @@ private:
 	int completeAccumulates(const char *call, int target, bool remote = true);
 	/* Every target's (completeAccumulates(-1)); a failed one (RMA_ERR_PROC_FAILED) does not stop the others. */
 	int completeAllAccumulates(const char *call, bool remote);
+	/* Whether every accumulate this origin issued has been applied (then completeAllAccumulates() has nothing to do). */
+	bool allAccumulatesApplied() const
+	{
+		const std::size_t n = accIssued_.size();
+		for (std::size_t r = 0; r < n; ++r)
+			if (accApplied_[r] != accIssued_[r])
+				return false;
+		return true;
+	}
 	/* The epoch-closing calls' slow paths when completion fails (sync.cpp, window_ops.cpp). */
 	[[gnu::cold]] int unlockFailed(int target, int rc);
 	[[gnu::cold]] int unlockAllFailed(int rc);

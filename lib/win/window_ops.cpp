@@ -454,8 +454,9 @@ int Window::fence(int assert)
 			return rc;
 		}
 	}
-	if (int rc = completeAllAccumulates("rma_win_fence", false); rc != RMA_SUCCESS) [[unlikely]]
-		return fenceFailed(assert, rc);
+	if (!allAccumulatesApplied())
+		if (int rc = completeAllAccumulates("rma_win_fence", false); rc != RMA_SUCCESS) [[unlikely]]
+			return fenceFailed(assert, rc);
 	completeLocally();
 	RMA_TRY(barrier("rma_win_fence"));
 	fenceEpoch_ = !(assert & RMA_MODE_NOSUCCEED);
