@@ -161,25 +161,8 @@ std::vector<uint8_t> frame(FrameKind kind, uint64_t seq, std::span<const uint8_t
 	return out;
 }
 
-/* A PUT of @bytes at byte @disp (a contiguous BYTE type). */
-std::vector<uint8_t> putFrame(uint64_t seq, uint64_t disp, std::span<const uint8_t> bytes)
-{
-	std::vector<uint8_t> body(kOpBodyBytes + kWireTypeBytes);
-	OpBody ob;
-	ob.disp = disp;
-	ob.count = 1;
-	encodeOpBody(ob, body.data());
-	WireType wt;
-	wt.basic = 4; /* BYTE */
-	wt.size = bytes.size();
-	wt.extent = static_cast<int64_t>(bytes.size());
-	encodeWireType(wt, body.data() + kOpBodyBytes);
-	body.insert(body.end(), bytes.begin(), bytes.end());
-	return frame(FrameKind::Put, seq, body);
-}
-
-/* A GET of @bytes at byte @disp (a contiguous BYTE type). */
-std::vector<uint8_t> getFrame(uint64_t seq, uint64_t disp, std::size_t bytes)
+/* The op body and wire type of @bytes contiguous BYTEs at byte @disp. */
+std::vector<uint8_t> opHead(uint64_t disp, std::size_t bytes)
 {
 	std::vector<uint8_t> body(kOpBodyBytes + kWireTypeBytes);
 	OpBody ob;
@@ -191,7 +174,21 @@ std::vector<uint8_t> getFrame(uint64_t seq, uint64_t disp, std::size_t bytes)
 	wt.size = bytes;
 	wt.extent = static_cast<int64_t>(bytes);
 	encodeWireType(wt, body.data() + kOpBodyBytes);
-	return frame(FrameKind::Get, seq, body);
+	return body;
+}
+
+/* A PUT of @bytes at byte @disp. */
+std::vector<uint8_t> putFrame(uint64_t seq, uint64_t disp, std::span<const uint8_t> bytes)
+{
+	std::vector<uint8_t> body = opHead(disp, bytes.size());
+	body.insert(body.end(), bytes.begin(), bytes.end());
+	return frame(FrameKind::Put, seq, body);
+}
+
+/* A GET of @bytes at byte @disp. */
+std::vector<uint8_t> getFrame(uint64_t seq, uint64_t disp, std::size_t bytes)
+{
+	return frame(FrameKind::Get, seq, opHead(disp, bytes));
 }
 
 /* Rank @rank of a job of two ranks on two "hosts", listening on loopback. */
@@ -242,6 +239,20 @@ protected:
 			std::this_thread::yield();
 		}
 		return done();
+	}
+	/* A FLUSH behind everything sent on @l; true once its ACK came back. */
+	bool flushed(Link &l)
+	{
+		const uint64_t flush = l.nextSeq();
+		EXPECT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+		return pumpUntil(l, [&] { return origin_.acked_.load() == flush; });
+	}
+	/* Every get the origin expected was answered by its own reply, @n of them. */
+	void expectEveryGetAnswered(std::size_t n)
+	{
+		EXPECT_TRUE(origin_.gets_.empty());
+		EXPECT_EQ(origin_.strayReplies_, 0);
+		EXPECT_EQ(origin_.placed_ + origin_.copied_, static_cast<int>(n));
 	}
 	/* A raw TCP connection to rank 1's listener. */
 	int rawConnect()
@@ -442,6 +453,23 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
 	EXPECT_TRUE(waitLost());
 }
 
+/*
+ * Destination k (reply size + 64 guard bytes of 0xEE) holds exactly the
+ * reply to request seqs[k], and nothing past its end was written.
+ */
+void expectEachReplyInItsPlace(const std::vector<std::vector<uint8_t>> &dest, const std::vector<uint64_t> &seqs)
+{
+	for (std::size_t k = 0; k < dest.size(); ++k) {
+		const std::size_t n = dest[k].size() - 64;
+		std::size_t wrong = 0;
+		for (std::size_t i = 0; i < n; ++i)
+			wrong += dest[k][i] != FakeWindow::pattern(seqs[k], i);
+		for (std::size_t i = n; i < n + 64; ++i)
+			wrong += dest[k][i] != 0xEE;
+		EXPECT_EQ(wrong, 0u) << "reply " << k << " (" << n << " bytes)";
+	}
+}
+
 TEST_F(EngineTest, LargeGetRepliesAreReceivedInPlaceAndSmallOnesCopied)
 {
 	auto link = engines_[0]->link(1);
@@ -465,26 +493,13 @@ TEST_F(EngineTest, LargeGetRepliesAreReceivedInPlaceAndSmallOnesCopied)
 			ASSERT_EQ(l.send(getFrame(seq, 0, n)), RMA_SUCCESS);
 		}
 		/* A flush in between: an ACK after the replies, on the same stream. */
-		const uint64_t flush = l.nextSeq();
-		ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
-		ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+		ASSERT_TRUE(flushed(l));
 	}
-	EXPECT_TRUE(origin_.gets_.empty());
-	EXPECT_EQ(origin_.strayReplies_, 0);
-	EXPECT_EQ(origin_.placed_ + origin_.copied_, static_cast<int>(seqs.size()));
+	expectEveryGetAnswered(seqs.size());
 	/* Every reply of 16 KiB or more went in place; none smaller did. */
 	EXPECT_EQ(origin_.placed_, large);
 	EXPECT_EQ(l.directFrames(), static_cast<uint64_t>(large));
-	/* Each destination holds exactly its own reply, and nothing past its end was written. */
-	for (std::size_t k = 0; k < dest.size(); ++k) {
-		const std::size_t n = dest[k].size() - 64;
-		std::size_t wrong = 0;
-		for (std::size_t i = 0; i < n; ++i)
-			wrong += dest[k][i] != FakeWindow::pattern(seqs[k], i);
-		for (std::size_t i = n; i < n + 64; ++i)
-			wrong += dest[k][i] != 0xEE;
-		EXPECT_EQ(wrong, 0u) << "reply " << k << " (" << n << " bytes)";
-	}
+	expectEachReplyInItsPlace(dest, seqs);
 }
 
 TEST_F(EngineTest, AReplyWhoseDestinationIsWithdrawnIsReadAndDropped)
@@ -502,14 +517,10 @@ TEST_F(EngineTest, AReplyWhoseDestinationIsWithdrawnIsReadAndDropped)
 	l.expectLargeReply(b);
 	ASSERT_EQ(l.send(getFrame(a, 0, 65536)), RMA_SUCCESS);
 	ASSERT_EQ(l.send(getFrame(b, 0, 65536)), RMA_SUCCESS);
-	const uint64_t flush = l.nextSeq();
-	ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
 	/* The stream stays in step: the next reply and the ACK still arrive whole. */
-	ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
+	ASSERT_TRUE(flushed(l));
 	EXPECT_FALSE(l.failed()) << errorMessage(l.error());
-	EXPECT_TRUE(origin_.gets_.empty());
-	EXPECT_EQ(origin_.strayReplies_, 0);
-	EXPECT_EQ(origin_.placed_ + origin_.copied_, 1);
+	expectEveryGetAnswered(1); /* the withdrawn one is neither placed nor copied */
 	std::size_t wrong = 0;
 	for (std::size_t i = 0; i < second.size(); ++i)
 		wrong += second[i] != FakeWindow::pattern(b, i);
@@ -545,23 +556,11 @@ TEST_F(EngineTest, AnUnannouncedLargeReplyIsStillPlacedWhole)
 			ASSERT_EQ(l.send(getFrame(seq, 0, n)), RMA_SUCCESS);
 		}
 	}
-	const uint64_t flush = l.nextSeq();
-	ASSERT_EQ(l.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
-	ASSERT_TRUE(pumpUntil(l, [&] { return origin_.acked_.load() == flush; }));
-	EXPECT_TRUE(origin_.gets_.empty());
-	EXPECT_EQ(origin_.strayReplies_, 0);
-	EXPECT_EQ(origin_.placed_ + origin_.copied_, static_cast<int>(seqs.size()));
+	ASSERT_TRUE(flushed(l));
+	expectEveryGetAnswered(seqs.size());
 	/* 1.9 MB of replies read 256 KiB at a time: some large one is cut by a read's end. */
 	EXPECT_GT(origin_.placed_, 0);
-	for (std::size_t k = 0; k < dest.size(); ++k) {
-		const std::size_t n = dest[k].size() - 64;
-		std::size_t wrong = 0;
-		for (std::size_t i = 0; i < n; ++i)
-			wrong += dest[k][i] != FakeWindow::pattern(seqs[k], i);
-		for (std::size_t i = n; i < n + 64; ++i)
-			wrong += dest[k][i] != 0xEE;
-		EXPECT_EQ(wrong, 0u) << "reply " << k << " (" << n << " bytes)";
-	}
+	expectEachReplyInItsPlace(dest, seqs);
 }
 
 TEST_F(EngineTest, LargeFramesLeaveWholeFromTheirPartsWhenTheSocketFills)
