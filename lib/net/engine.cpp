@@ -904,7 +904,7 @@ void Engine::stop()
 		uint64_t direct = 0;
 		for (const auto &[server, link] : links_)
 			direct += link->directFrames();
-		std::fprintf(stderr, "librma: rank %d's links: %llu get replies received in place\n", config_.rank,
+		std::fprintf(stderr, "librma: rank %d's links: %llu large replies received in place\n", config_.rank,
 			     static_cast<unsigned long long>(direct));
 	}
 	loopOwner_.reset();
