@@ -189,8 +189,11 @@ private:
 	Stream *replyStream(const net::FrameHeader &h) noexcept;
 	/* The oldest get's reply has arrived at its destination: retire it (unpack a staged origin after its last piece). */
 	void finishGet(Stream &s) noexcept;
-	/* @targetWorld: the target's world rank (the server's for FLUSH; 0 for the kinds that name none). */
-	/* The frame's body is @body then @data (the caller's bytes, sent from where they are). */
+	/*
+	 * One request frame of @kind on @s: @targetWorld is the target's world
+	 * rank (the server's for FLUSH; 0 for the kinds that name none); its
+	 * body is @body then @data (the caller's bytes, sent from where they are).
+	 */
 	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq,
 			bool noOrigin = false, std::span<const uint8_t> data = {});
 	/* @fn(Stream &) for the stream to each other host's server, in host order; stops at an error. */
