@@ -147,7 +147,13 @@ TEST(SegmentRegistryConcurrentTest, ThreadsAddFindAndRemoveTheirOwnSegments)
 				auto hit = registry.find(base + 8, 8);
 				if (!hit || hit->segment->serial() != serial || hit->offset != 8)
 					failures.fetch_add(1, std::memory_order_relaxed);
-				if (!registry.remove(base) || registry.find(base, 1))
+				/*
+				 * Nothing about base afterwards: once unmapped, the kernel
+				 * may hand the same address to another thread's next
+				 * segment at once (seen as a rare failure under ASan).
+				 * RemoveForgetsAndUnmaps checks that alone.
+				 */
+				if (!registry.remove(base))
 					failures.fetch_add(1, std::memory_order_relaxed);
 			}
 		});
