@@ -1357,17 +1357,23 @@ RMA_EXPORT int rma_win_sync(rma_win win)
 
 namespace {
 
-/* Calls of the form f(win) or f(x, win): look the window up, run, route errors. */
+/* Calls of the form f(win) or f(x, win): @w is toWindow(@win) (checked here); run, route errors. */
 template<typename Fn>
-int onWindow(const char *call, rma_win win, Fn &&fn)
+int onWindow(const char *call, rma_win win, Window *w, Fn &&fn)
 {
-	Window *w = toWindow(win);
 	if (!w) [[unlikely]]
 		return invalidWin(call, win);
 	int rc = fn(*w);
 	if (rc != RMA_SUCCESS) [[unlikely]]
 		return winError(win, w, rc);
 	return RMA_SUCCESS;
+}
+
+/* The same, looking the window up. */
+template<typename Fn>
+int onWindow(const char *call, rma_win win, Fn &&fn)
+{
+	return onWindow(call, win, toWindow(win), fn);
 }
 
 template<typename Fn>
@@ -1507,8 +1513,14 @@ namespace {
 			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 			      rma_win win)
 {
-	return onWindow("rma_accumulate", win, [&](Window &w) {
-		return w.accumulate("rma_accumulate",
+	Window *w = toWindow(win);
+	/* Past atomicFast(): a mid-size or large operation to a target in plain mode first. */
+	if (w && origin_count == target_count && origin_datatype == target_datatype &&
+	    w->inPlaceFast(origin_addr, nullptr, origin_datatype, origin_count, target_rank, target_disp, op, false))
+		[[likely]]
+		return RMA_SUCCESS;
+	return onWindow("rma_accumulate", win, w, [&](Window &self) {
+		return self.accumulate("rma_accumulate",
 				    makeAccArgs(origin_addr, origin_count, origin_datatype, nullptr, 0,
 						      RMA_DATATYPE_NULL, target_rank, target_disp, target_count,
 						      target_datatype, op));
@@ -1521,11 +1533,18 @@ namespace {
 				  rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 				  rma_win win)
 {
-	return onWindow("rma_get_accumulate", win, [&](Window &w) {
+	Window *w = toWindow(win);
+	/* As accumulateSlow(). */
+	if (w && origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
+	    result_datatype == target_datatype &&
+	    w->inPlaceFast(origin_addr, result_addr, target_datatype, target_count, target_rank, target_disp, op, true))
+		[[likely]]
+		return RMA_SUCCESS;
+	return onWindow("rma_get_accumulate", win, w, [&](Window &self) {
 		AccArgs a = makeAccArgs(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 					      result_datatype, target_rank, target_disp, target_count, target_datatype, op);
 		a.fetch = true;
-		return w.accumulate("rma_get_accumulate", a);
+		return self.accumulate("rma_get_accumulate", a);
 	});
 }
 

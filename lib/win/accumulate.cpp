@@ -736,42 +736,20 @@ int Window::queueRecord(const char *call, int t, uint32_t kind, const AccRecord 
 int Window::accumulate(const char *call, const AccArgs &a)
 {
 	/*
-	 * The common large case first: one predefined basic type and one count
-	 * on every side, an open epoch, a Direct target that takes plain mode,
-	 * in bounds. It skips the general checks (each of which it implies) and
-	 * goes straight to the in-place apply; anything else, or a busy role,
-	 * takes the general path below. Counted operations (RMA_STATS) take the
-	 * general path, which also applies in place where it can.
+	 * The common mid-size and large case first, as the C entry points take
+	 * it (inPlaceFast()): here for the request forms and for everything
+	 * that reaches this with the target in plain mode already. Counted
+	 * operations (RMA_STATS) take the general path, which also applies in
+	 * place where it can.
 	 */
 	if (stats_) [[unlikely]]
 		return accumulateCounted(call, a);
-	if (const Datatype *d = predefinedDatatype(a.ttype);
-	    d && a.otype == a.ttype && a.ocount == a.tcount && a.tcount > 0 &&
-	    (!a.fetch || (a.rtype == a.ttype && a.rcount == a.tcount)) && !a.fetchAndOp &&
-	    static_cast<unsigned>(a.target) < accFast_.size() && (allAccess_ || access_[a.target]) &&
-	    accFast_[a.target] && (plainCapable_ || plainApply_) && !noPlainMode_ && pathAuto_) {
-		const Op op = toOp(a.op);
-		const uint8_t elem = d->handleIndex;
-		const TargetView &t = targets_[a.target];
-		const rma_aint bytes = d->size * a.tcount;
-		rma_aint offset;
-		if (opAllowed(op, elem) && (op != Op::NoOp || a.fetch) && !isPairElem(elem) && a.disp >= 0 &&
-		    (op == Op::NoOp || !badPointer(a.origin)) && (!a.fetch || !badPointer(a.result)) &&
-		    !__builtin_mul_overflow(a.disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
-		    bytes <= t.size - offset && offset <= t.size &&
-		    /* Relaxed: a hint for the choice; applyInPlace() reads it again under the role. */
-		    (bytes >= kInPlaceBytes || accLines_[a.target].plainMode.load(std::memory_order_relaxed))) {
-			TargetView view = t;
-			view.base = t.base + offset;
-			pendingOps_ = true;
-			if (a.queuedSeq)
-				*a.queuedSeq = 0;
-			InPlace outcome;
-			RMA_TRY(applyInPlace(call, a, view, op, elem, static_cast<size_t>(a.tcount), outcome));
-			if (outcome == InPlace::Done) {
-				return RMA_SUCCESS;
-			}
-		}
+	if (a.otype == a.ttype && a.ocount == a.tcount && !a.fetchAndOp &&
+	    (!a.fetch || (a.rtype == a.ttype && a.rcount == a.tcount)) &&
+	    inPlaceFast(a.origin, a.result, a.ttype, a.tcount, a.target, a.disp, a.op, a.fetch)) {
+		if (a.queuedSeq)
+			*a.queuedSeq = 0;
+		return RMA_SUCCESS;
 	}
 	return accumulateChecked(call, a);
 }
@@ -1145,6 +1123,48 @@ void Window::endExpiredLease(int t)
 void Window::leavePlain(int t)
 {
 	acc_.leavePlain(t);
+}
+
+/*
+ * applyInPlace()'s steady state, for accumulate()'s common case: @bytes
+ * (kInPlaceBytes or more) of contiguous elements at @addr, nothing of ours
+ * queued to @t, @t already in plain mode (a lease an earlier in-place apply
+ * took, which this one renews) or a window that applies plainly throughout,
+ * its consumer role free and its ring empty. Then the same apply as
+ * applyInPlace(), without its membarrier() or its draining; false, having
+ * done nothing, for everything else (the caller goes on to applyInPlace()).
+ */
+bool Window::applyLeased(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result, size_t bytes)
+{
+	AccTargetLine &line = accLines_[t];
+	uint64_t holder = 0;
+	/* Acquire: as in drainRing(); we are the ring's consumer until a release below. */
+	if (accIssued_[t] != accApplied_[t] || line.consumer.load(std::memory_order_relaxed) != 0 ||
+	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
+						   std::memory_order_relaxed)) [[unlikely]]
+		return false;
+	/*
+	 * Relaxed: only holders of the role (us now) write plainMode; pending()
+	 * is a hint: a record committed after this read was queued after our
+	 * operation began, which MPI does not order against it (another origin's).
+	 */
+	if ((!plainApply_ && line.plainMode.load(std::memory_order_relaxed) == 0) || rings_[t].pending()) [[unlikely]] {
+		/* Release: pairs with the acquire of the next holder (nothing was written). */
+		line.consumer.store(0, std::memory_order_release);
+		return false;
+	}
+	crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
+	if (op == Op::NoOp)
+		std::memcpy(result, addr, bytes);
+	else
+		applyOpPlain(op, elem, addr, origin, result, bytes / elemBytes(elem));
+	crossProcessRelease(&line.plainMode);
+	if (!plainApply_)
+		/* Renew the lease (endExpiredLease). Relaxed: later holders read it under the role, after our release. */
+		line.plainSince.store(0, std::memory_order_relaxed);
+	/* Release: pairs with the acquire of the next holder; our plain stores come first. */
+	line.consumer.store(0, std::memory_order_release);
+	return true;
 }
 
 /*

@@ -288,6 +288,41 @@ public:
 		}
 		return false;
 	}
+	/*
+	 * The inline part of accumulate / get_accumulate past kFastBytes, under
+	 * atomicFast()'s conditions but the size (@count elements of one
+	 * predefined type on every side, @fetch: the old values go to @result):
+	 * a window whose accumulates apply in place (accumulate.cpp, "Plain
+	 * mode"), an op and element plain applies take, in bounds: the origin
+	 * applies it with plain stores while it holds the target's consumer
+	 * role, when the target is already in plain mode (applyLeased()). False,
+	 * having done nothing, for everything else: the C entry points then call
+	 * accumulate(), which also enters plain mode or queues.
+	 */
+	[[gnu::always_inline]] bool inPlaceFast(const void *origin, void *result, rma_datatype type, int count, int target,
+						rma_aint disp, rma_op opHandle, bool fetch)
+	{
+		const Datatype *d = predefinedDatatype(type);
+		const Op op = toOp(opHandle);
+		if (d && count > 0 && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
+		    accFast_[target] && (plainCapable_ || plainApply_) && !noPlainMode_ && pathAuto_ && !stats_ &&
+		    !anyDead()) [[likely]] {
+			const uint8_t elem = d->handleIndex;
+			const TargetView &t = targets_[target];
+			const rma_aint bytes = d->size * count;
+			rma_aint offset;
+			if (bytes > kFastBytes && opAllowed(op, elem) && !isPairElem(elem) && (fetch || op != Op::NoOp) &&
+			    (op == Op::NoOp || !badPointer(origin)) && (!fetch || !badPointer(result)) && disp >= 0 &&
+			    !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) && offset <= t.size &&
+			    bytes <= t.size - offset &&
+			    applyLeased(target, op, elem, t.base + offset, origin, fetch ? result : nullptr,
+					static_cast<size_t>(bytes))) [[likely]] {
+				pendingOps_ = true;
+				return true;
+			}
+		}
+		return false;
+	}
 	/* Origin atomics take operations up to this many bytes (and elements). */
 	static constexpr rma_aint kFastBytes = 16;
 	static constexpr int kFastElements = 16;
@@ -786,6 +821,9 @@ private:
 	enum class InPlace { Done, Busy };
 	int applyInPlace(const char *call, const AccArgs &a, const TargetView &view, Op op, uint8_t elem, size_t n,
 			 InPlace &outcome);
+	/* inPlaceFast()'s apply (applyInPlace()'s steady state). */
+	[[gnu::noinline]] bool applyLeased(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result,
+					   size_t bytes);
 	void unlockApply(int target);
 
 	Flavor flavor_ = Flavor::Create;

@@ -197,6 +197,70 @@ TEST(ContentionWithoutMembarrierTest, AtomicsAndArraysStillCompose)
 	EXPECT_RANKS_PASS(runRanks(2, contendOnRankZero));
 }
 
+/*
+ * In-place array accumulates (plain stores under the target's consumer role
+ * and plain mode) and origin atomics on the same elements: rank 0 applies
+ * whole arrays to its own window and pauses now and then past the plain-mode
+ * lease, so the lease ends and rank 1's fetch_and_ops go back to their
+ * atomic path; every array after a pause must enter plain mode again before
+ * its plain stores. An array applied plainly outside plain mode would lose
+ * concurrent fetch_and_op increments, and the totals would be short.
+ */
+TEST(InPlaceContentionTest, ArraysAfterTheLeaseEndsStillComposeWithAtomics)
+{
+	AccKnobs knobs(AccPath::Auto, Progress::Thread);
+	EXPECT_RANKS_PASS(runRanks(2, [](int) {
+		constexpr int kLen = 256, kArrays = 3000;
+		ASSERT_EQ(rma_init(nullptr, nullptr), RMA_SUCCESS);
+		SharedWords flags(kLen + 1); /* 0: arrays done; 1 + e: fetch_and_ops on element e */
+		const int rank = worldRank();
+		int64_t *base;
+		rma_win win;
+		ASSERT_EQ(rma_win_allocate(rank == 0 ? kLen * 8 : 0, 8, RMA_INFO_NULL, RMA_COMM_WORLD, &base, &win),
+			  RMA_SUCCESS);
+		rma_win_set_errhandler(win, RMA_ERRORS_RETURN);
+		rma_barrier(RMA_COMM_WORLD);
+		ASSERT_EQ(rma_win_lock_all(0, win), RMA_SUCCESS);
+		if (rank == 0) {
+			std::vector<int64_t> ones(kLen, 1);
+			for (int it = 0; it < kArrays; ++it) {
+				ASSERT_EQ(rma_accumulate(ones.data(), kLen, RMA_INT64_T, 0, 0, kLen, RMA_INT64_T, RMA_SUM, win),
+					  RMA_SUCCESS);
+				ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+				if (it % 8 == 7) {
+					/* Past the lease (20-40 us): plain mode ends at the next consumer. */
+					auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+					while (std::chrono::steady_clock::now() < until) {
+					}
+				}
+			}
+			flags.at(0).store(1);
+		} else {
+			const int64_t one = 1;
+			int64_t old = 0;
+			for (int e = 0; flags.at(0).load() == 0; e = (e + 1) % kLen) {
+				ASSERT_EQ(rma_fetch_and_op(&one, &old, RMA_INT64_T, 0, e, RMA_SUM, win), RMA_SUCCESS);
+				ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+				flags.at(1 + e).fetch_add(1);
+			}
+		}
+		ASSERT_EQ(rma_win_unlock_all(win), RMA_SUCCESS);
+		rma_barrier(RMA_COMM_WORLD);
+		if (rank == 0) {
+			rma_win_sync(win);
+			int64_t fops = 0;
+			for (int e = 0; e < kLen; ++e) {
+				const int64_t mine = flags.at(1 + e).load();
+				fops += mine;
+				EXPECT_EQ(base[e], kArrays + mine) << "element " << e;
+			}
+			EXPECT_GT(fops, 0) << "the fetch_and_ops never overlapped the arrays";
+		}
+		ASSERT_EQ(rma_win_free(&win), RMA_SUCCESS);
+		ASSERT_EQ(rma_finalize(), RMA_SUCCESS);
+	}));
+}
+
 std::string knobName(AccPath path, Progress progress)
 {
 	return std::string(accPathName(path)) + "_progress_" + progressName(progress);
