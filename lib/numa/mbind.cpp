@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -65,6 +66,34 @@ long sysMemsAllowed(unsigned long *mask)
 }
 
 } /* namespace */
+
+bool policyConfines(const MemPolicy &policy, const std::vector<int> &allowed)
+{
+	if (policy.mode != MPOL_BIND)
+		return false;
+	bool someBound = false, someFree = false;
+	for (int node : allowed) {
+		bool bound = std::find(policy.nodes.begin(), policy.nodes.end(), node) != policy.nodes.end();
+		(bound ? someBound : someFree) = true;
+	}
+	/* No allowed node bound: applyMemPolicy() then binds nothing at all. */
+	return someBound && someFree;
+}
+
+bool policyConfines(const MemPolicy &policy)
+{
+	if (policy.mode != MPOL_BIND)
+		return false;
+	NodeMask mask{};
+	if (sysMemsAllowed(mask.data()) != 0)
+		return true;
+	std::vector<int> allowed;
+	for (int node = 0; node < kMaskBits; ++node) {
+		if (testNode(mask, node))
+			allowed.push_back(node);
+	}
+	return policyConfines(policy, allowed);
+}
 
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy)
 {

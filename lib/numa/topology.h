@@ -184,4 +184,15 @@ Result<MemPolicy> resolvePlacement(const Placement &placement, const Topology &t
  */
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy);
 
+/*
+ * Whether @policy, once applied, keeps this process's pages off a node it
+ * could otherwise allocate on: MPOL_BIND to fewer nodes than its cpuset
+ * allows (one of one node confines nothing). Interleave and preferred
+ * policies fall back to other nodes when theirs are full, so they never
+ * confine. True when the allowed nodes cannot be read. No side effect.
+ */
+bool policyConfines(const MemPolicy &policy);
+/* The same against an explicit set of allowed nodes (tests, injected topologies). */
+bool policyConfines(const MemPolicy &policy, const std::vector<int> &allowed);
+
 } /* namespace librma */

@@ -255,6 +255,46 @@ uint64_t cgroupHeadroom()
 
 } /* namespace */
 
+bool hugeFaultsLimited(const std::string &cgroupText, const std::string &root)
+{
+	/* From @path's directory under @base up to @base: whether a level's @file holds a number below @unlimited. */
+	auto limitedUpTo = [](const std::string &base, const std::string &path, const char *file, uint64_t unlimited) {
+		std::string dir = base + (path == "/" ? "" : path);
+		for (;;) {
+			/* "max" (v2's no limit) parses as no number. */
+			if (auto limit = readNumber(dir + "/" + file); limit && *limit < unlimited)
+				return true;
+			if (dir.size() <= base.size())
+				return false;
+			dir.resize(dir.rfind('/'));
+		}
+	};
+	std::istringstream lines(cgroupText);
+	std::string line;
+	/* "hierarchy-id:controller,list:path", as findCgroupDirs() reads it. */
+	while (std::getline(lines, line)) {
+		size_t first = line.find(':');
+		size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+		if (second == std::string::npos)
+			continue;
+		std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+		std::string path = line.substr(second + 1);
+		if (line.starts_with("0::") && limitedUpTo(root, path, "hugetlb.2MB.max", UINT64_MAX))
+			return true;
+		/* v1 writes "no limit" as the largest page-aligned signed value. */
+		if (controllers.find(",hugetlb,") != std::string::npos &&
+		    limitedUpTo(root + "/hugetlb", path, "hugetlb.2MB.limit_in_bytes", uint64_t(1) << 62))
+			return true;
+	}
+	return false;
+}
+
+bool hugeFaultsLimited()
+{
+	auto text = readText("/proc/self/cgroup");
+	return !text || hugeFaultsLimited(*text, "/sys/fs/cgroup");
+}
+
 std::size_t availableMemory()
 {
 	uint64_t best = cgroupHeadroom();

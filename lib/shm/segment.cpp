@@ -84,6 +84,30 @@ int populate(void *data, std::size_t size)
 	return makeErrnoError(RMA_ERR_NO_MEM, err, "populating a %zu-byte segment", size);
 }
 
+/*
+ * Whether a huge-page segment of @mappedSize bytes may be left to first
+ * touch, its pages held by the mmap() reservation alone: only when no fault
+ * can fail after it. A fault draws from the pool under the segment's memory
+ * policy; the reservation counts the whole pool, so a policy that binds the
+ * pages to some of the nodes this process may use (policyConfines()) could
+ * find its nodes empty, and a hugetlb cgroup limit is charged at fault time:
+ * both mean SIGBUS at first touch, so both keep the populate. One NUMA node
+ * and no such limit (this host, most single-socket nodes): a large window is
+ * made in microseconds instead of the time to zero all its pages (95 ms a
+ * GiB here), and each page is zeroed where a rank first touches it. Small
+ * segments are populated all the same (no fault on first operations).
+ */
+bool lazyHugePages(const SegmentOptions &options, std::size_t mappedSize)
+{
+	if (mappedSize <= kEagerMapBytes || policyConfines(options.policy))
+		return false;
+	for (const SegmentOptions::Range &range : options.ranges) {
+		if (range.length > 0 && policyConfines(range.policy))
+			return false;
+	}
+	return !hugeFaultsLimited();
+}
+
 /* The first @eagerBytes of a @mappedSize-byte mapping, in whole base pages. */
 std::size_t eagerPrefix(std::size_t mappedSize, std::size_t eagerBytes)
 {
@@ -263,7 +287,7 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
 		reserving->charged();
 	}
-	if (huge || segment.mappedSize_ <= kEagerMapBytes) {
+	if ((huge && !lazyHugePages(options, segment.mappedSize_)) || segment.mappedSize_ <= kEagerMapBytes) {
 		rc = populate(data, huge ? segment.mappedSize_ : eagerPrefix(segment.mappedSize_, options.eagerBytes));
 		if (rc != RMA_SUCCESS)
 			return R::failure(rc);

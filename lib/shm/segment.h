@@ -47,7 +47,8 @@ struct SegmentOptions {
 	/*
 	 * Page tables are made at creation for at most this many leading
 	 * bytes of a small plain-page segment (the rest is reserved all the
-	 * same, and mapped at first touch). Huge pages are always populated.
+	 * same, and mapped at first touch). Huge pages are populated whole,
+	 * unless the segment is large and a fault cannot fail (see create()).
 	 */
 	std::size_t eagerBytes = SIZE_MAX;
 	/*
@@ -126,6 +127,17 @@ private:
 
 /* Free 2 MiB pages in the host's pool (free minus reserved), 0 if none. */
 std::size_t freeHugePages();
+
+/*
+ * Whether a hugetlb cgroup limit (v2 hugetlb.2MB.max, v1
+ * hugetlb.2MB.limit_in_bytes, at our cgroup or an ancestor) applies to this
+ * process: such a limit is charged at fault time, so a fault past it raises
+ * SIGBUS even though the mmap() reservation succeeded. True too when
+ * /proc/self/cgroup cannot be read.
+ */
+bool hugeFaultsLimited();
+/* The same for a /proc/self/cgroup text and a cgroup mount point (tests). */
+bool hugeFaultsLimited(const std::string &cgroupText, const std::string &root);
 
 /*
  * Bytes of plain memory this process can still be given without reclaiming

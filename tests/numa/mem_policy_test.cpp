@@ -177,5 +177,37 @@ TEST_F(MemPolicyTest, KernelRefusalIsANoMemErrorNamingErrno)
 	EXPECT_NE(message.find(std::strerror(EINVAL)), std::string::npos) << message;
 }
 
+/*
+ * policyConfines(): only a bind that leaves out an allowed node confines;
+ * that is when a huge-page window must take its pages at creation.
+ */
+TEST(PolicyConfinesTest, OnlyABindLeavingOutAnAllowedNodeConfines)
+{
+	EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { 0 } }, { 0, 1 }));
+	EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { 1, 3 } }, { 0, 1, 2, 3 }));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 0 } }, { 0 }));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 0, 1 } }, { 0, 1 }));
+	/* A bind to nodes outside the cpuset is dropped by applyMemPolicy(): nothing is bound. */
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 7 } }, { 0, 1 }));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_INTERLEAVE, { 0 } }, { 0, 1 }));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_PREFERRED, { 1 } }, { 0, 1 }));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_DEFAULT, {} }, { 0, 1 }));
+}
+
+TEST_F(MemPolicyTest, ABindToEveryAllowedNodeDoesNotConfine)
+{
+	const Topology topology = Topology::fromSysfs();
+	MemPolicy all{ MPOL_BIND, {} };
+	for (const NumaNode &node : topology.nodes()) {
+		if (node.hasMemory)
+			all.nodes.push_back(node.id);
+	}
+	EXPECT_FALSE(policyConfines(all));
+	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_DEFAULT, {} }));
+	if (all.nodes.size() > 1) {
+		EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { all.nodes.front() } }));
+	}
+}
+
 } /* namespace */
 } /* namespace librma */

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -146,6 +147,76 @@ TEST_F(HugePoolTest, HugeSegmentUsesTwoMiBPages)
 		EXPECT_NE(ftruncate(segment->fd(), 0), 0);
 	}
 	EXPECT_EQ(meminfo("HugePages_Free"), freeBefore);
+}
+
+/*
+ * On a host where no fault can fail after the mmap() reservation (no bind to
+ * part of the nodes, no hugetlb cgroup limit), a large huge-page segment is
+ * reserved at creation but its pages are taken and zeroed at first touch;
+ * with a bind that covers every allowed node too.
+ */
+TEST_F(HugePoolTest, ALargeSegmentTakesItsReservedPagesAtFirstTouch)
+{
+	if (hugeFaultsLimited())
+		GTEST_SKIP() << "a hugetlb cgroup limit applies here: segments are populated at creation";
+	if (!setPool(10))
+		GTEST_SKIP() << skip_;
+	const Topology topology = Topology::fromSysfs();
+	MemPolicy everyNode{ MPOL_BIND, {} };
+	for (const NumaNode &n : topology.nodes()) {
+		if (n.hasMemory)
+			everyNode.nodes.push_back(n.id);
+	}
+	for (const MemPolicy &policy : { MemPolicy{}, everyNode }) {
+		if (policyConfines(policy))
+			continue;
+		const long freeBefore = meminfo("HugePages_Free"), reservedBefore = meminfo("HugePages_Rsvd");
+		{
+			SegmentOptions options = hugeOptions(8 << 20, HugePages::Require);
+			options.policy = policy;
+			Result<Segment> segment = Segment::create(options);
+			ASSERT_TRUE(segment.ok()) << errorMessage(segment.code());
+			ASSERT_TRUE(segment->hugePages());
+			EXPECT_EQ(meminfo("HugePages_Free"), freeBefore) << "the pages were taken at creation";
+			EXPECT_EQ(meminfo("HugePages_Rsvd"), reservedBefore + 4) << "the pages were not reserved";
+			/* More than the pool has left is refused now, not at a later fault. */
+			EXPECT_EQ(errorClass(Segment::create(hugeOptions(14 << 20, HugePages::Require)).code()),
+				  RMA_ERR_NO_MEM);
+			for (std::size_t off = 0; off < segment->mappedSize(); off += kHugePageSize) {
+				EXPECT_EQ(segment->data()[off + 7], std::byte{ 0 });
+				segment->data()[off] = std::byte{ 1 };
+			}
+			EXPECT_EQ(meminfo("HugePages_Free"), freeBefore - 4);
+			EXPECT_EQ(meminfo("HugePages_Rsvd"), reservedBefore);
+		}
+		EXPECT_EQ(meminfo("HugePages_Free"), freeBefore);
+	}
+}
+
+/* A hugetlb cgroup limit is charged at fault time: found at any level, v2 or v1. */
+TEST(HugeFaultsLimitedTest, FindsALimitAtAnyLevelOfEitherHierarchy)
+{
+	char tmpl[] = "/tmp/librma-cgroup-XXXXXX";
+	ASSERT_NE(mkdtemp(tmpl), nullptr);
+	const std::string root = tmpl;
+	auto write = [&](const std::string &rel, const std::string &text) {
+		std::filesystem::create_directories(std::filesystem::path(root + rel).parent_path());
+		std::ofstream(root + rel) << text << "\n";
+	};
+	write("/job/step/hugetlb.2MB.max", "max");
+	write("/job/hugetlb.2MB.max", "max");
+	write("/hugetlb/job/hugetlb.2MB.limit_in_bytes", "9223372036854771712");
+	EXPECT_FALSE(hugeFaultsLimited("0::/job/step\n", root));
+	EXPECT_FALSE(hugeFaultsLimited("3:hugetlb:/job\n0::/\n", root));
+	EXPECT_FALSE(hugeFaultsLimited("", root));
+
+	write("/job/hugetlb.2MB.max", "4194304");
+	EXPECT_TRUE(hugeFaultsLimited("0::/job/step\n", root)) << "an ancestor's limit applies";
+	write("/hugetlb/job/hugetlb.2MB.limit_in_bytes", "2097152");
+	EXPECT_TRUE(hugeFaultsLimited("5:hugetlb,perf_event:/job\n", root));
+	/* A v1 hierarchy without the hugetlb controller is not read for it. */
+	EXPECT_FALSE(hugeFaultsLimited("5:memory:/job\n", root));
+	std::filesystem::remove_all(root);
 }
 
 TEST_F(HugePoolTest, PreferTakesHugePagesWhenThePoolHasRoom)
