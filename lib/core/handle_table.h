@@ -8,9 +8,9 @@
  * bumped when the object is freed, so a stale copy of a freed handle is
  * recognised instead of reaching reused memory.
  *
- * Thread safety: insert() and remove() lock; lookup() does not (it reads
- * chunks that are never freed), so using a handle while another thread frees
- * it is the application's race, as in MPI.
+ * Thread safety: insert(), remove() and setPredefined() lock; lookup() does
+ * not (it reads chunks that are never freed), so using a handle while
+ * another thread frees it is the application's race, as in MPI.
  */
 #pragma once
 
@@ -45,11 +45,22 @@ template<typename T, HandleKind Kind>
 class HandleTable
 {
 public:
+	/* Slots per chunk; chunk 0 holds the predefined objects (index < kFirstDynamic). */
 	static constexpr uint32_t kChunk = 256;
 	static constexpr uint32_t kMaxChunks = 4096; /* a million live objects */
+	static_assert(kFirstDynamic == kChunk, "predefined objects fill chunk 0 exactly");
 
-	/* Register a predefined object at @index (< kFirstDynamic). */
-	void setPredefined(uint32_t index, std::shared_ptr<T> obj) { predefined_[index] = std::move(obj); }
+	/* Register a predefined object at @index (1 .. kFirstDynamic - 1; 0 is the null handle's). */
+	void setPredefined(uint32_t index, std::shared_ptr<T> obj)
+	{
+		if (index == 0 || index >= kFirstDynamic)
+			return;
+		std::lock_guard<std::mutex> guard(lock_);
+		Slot &s = chunkFor(0)->slots[index];
+		s.obj = std::move(obj);
+		/* Relaxed: as in insert(). */
+		s.handle.store(encodeHandle(Kind, 0, index), std::memory_order_relaxed);
+	}
 
 	/* Store @obj; returns its handle, or 0 when the table is full. */
 	uintptr_t insert(std::shared_ptr<T> obj)
@@ -60,35 +71,38 @@ public:
 			index = free_.back();
 			free_.pop_back();
 		} else {
-			index = kFirstDynamic + next_;
-			uint32_t chunk = next_ / kChunk;
-			if (chunk >= kMaxChunks)
+			if (kFirstDynamic + next_ >= kMaxChunks * kChunk)
 				return 0;
-			if (!chunks_[chunk].load(std::memory_order_relaxed))
-				/* Release: pairs with the acquire in slot(); publishes the chunk. */
-				chunks_[chunk].store(new Chunk(), std::memory_order_release);
-			++next_;
+			index = kFirstDynamic + next_++;
 		}
-		Slot &s = *slot(index);
+		Slot &s = chunkFor(index / kChunk)->slots[index % kChunk];
 		s.obj = std::move(obj);
-		return (static_cast<uintptr_t>(s.tag) << 32) | index;
+		const uintptr_t h = encodeHandle(Kind, s.generation, index);
+		/*
+		 * Relaxed: the handle reaches other threads through the program,
+		 * whose hand-over orders it (a lookup racing its own insert or
+		 * remove is the application's race, as in MPI).
+		 */
+		s.handle.store(h, std::memory_order_relaxed);
+		return h;
 	}
 
 	/*
 	 * The object behind @h, or nullptr if @h is not a live handle of this
-	 * kind. One compare checks kind and generation together: a slot keeps
-	 * the upper half its live handle must have (tagOf).
+	 * kind: one chunk load and one compare of the whole handle (kind,
+	 * generation and index together; index bits past the table, and
+	 * garbage, match no slot's handle). Lock-free; no branch for
+	 * predefined objects, which live in chunk 0.
 	 */
 	T *lookup(uintptr_t h) const
 	{
-		uint32_t index = static_cast<uint32_t>(h);
-		uint32_t tag = static_cast<uint32_t>(h >> 32);
-		if (index < kFirstDynamic) [[unlikely]]
-			return tag == tagOf(0) ? predefined_[index].get() : nullptr;
-		const Slot *s = slot(index);
-		if (!s || s->tag != tag)
+		/* Acquire: pairs with the release in chunkFor(); the chunk's slots are initialized. */
+		const Chunk *c = chunks_[(h / kChunk) % kMaxChunks].load(std::memory_order_acquire);
+		if (!c) [[unlikely]]
 			return nullptr;
-		return s->obj.get();
+		const Slot &s = c->slots[h % kChunk];
+		/* Relaxed: see insert(). A free slot holds 0 and no object (so does slot 0: h == 0 finds nullptr). */
+		return s.handle.load(std::memory_order_relaxed) == h ? s.obj.get() : nullptr;
 	}
 
 	/* Like lookup(), sharing ownership. */
@@ -96,8 +110,7 @@ public:
 	{
 		if (!lookup(h))
 			return nullptr;
-		uint32_t index = static_cast<uint32_t>(h);
-		return index < kFirstDynamic ? predefined_[index] : slot(index)->obj;
+		return slotOf(static_cast<uint32_t>(h)).obj;
 	}
 
 	static bool isPredefined(uintptr_t h) { return h != 0 && static_cast<uint32_t>(h) < kFirstDynamic; }
@@ -109,10 +122,12 @@ public:
 		if (!lookup(h) || isPredefined(h))
 			return nullptr;
 		uint32_t index = static_cast<uint32_t>(h);
-		Slot &s = *slot(index);
+		Slot &s = slotOf(index);
 		std::shared_ptr<T> obj = std::move(s.obj);
-		uint32_t generation = (s.tag + 1) & 0xffffff;
-		s.tag = tagOf(generation == 0 ? 1 : generation);
+		/* Relaxed: see insert(). */
+		s.handle.store(0, std::memory_order_relaxed);
+		uint32_t generation = (s.generation + 1) & 0xffffff;
+		s.generation = generation == 0 ? 1 : generation;
 		free_.push_back(index);
 		return obj;
 	}
@@ -123,9 +138,9 @@ public:
 		std::lock_guard<std::mutex> guard(lock_);
 		std::vector<uintptr_t> out;
 		for (uint32_t i = 0; i < next_; ++i) {
-			const Slot &s = *slot(kFirstDynamic + i);
+			const Slot &s = slotOf(kFirstDynamic + i);
 			if (s.obj)
-				out.push_back((static_cast<uintptr_t>(s.tag) << 32) | (kFirstDynamic + i));
+				out.push_back(s.handle.load(std::memory_order_relaxed));
 		}
 		return out;
 	}
@@ -138,34 +153,36 @@ public:
 	}
 
 private:
-	/* The upper 32 bits of a handle: kind, then generation (encodeHandle). */
-	static constexpr uint32_t tagOf(uint32_t generation)
-	{
-		return static_cast<uint32_t>(encodeHandle(Kind, generation, 0) >> 32);
-	}
-
 	struct Slot {
-		uint32_t tag = tagOf(1);
+		std::atomic<uintptr_t> handle{ 0 }; /* the live handle; 0 while free */
+		uint32_t generation = 1;            /* of the next handle given out here (dynamic slots) */
 		std::shared_ptr<T> obj;
 	};
 	struct Chunk {
 		std::array<Slot, kChunk> slots;
 	};
 
-	Slot *slot(uint32_t index) const
+	/* Chunk @n, made on first use (lock_ held). */
+	Chunk *chunkFor(uint32_t n)
 	{
-		uint32_t i = index - kFirstDynamic;
-		if (i / kChunk >= kMaxChunks)
-			return nullptr;
-		/* Acquire: pairs with the release in insert(). */
-		Chunk *c = chunks_[i / kChunk].load(std::memory_order_acquire);
-		return c ? &c->slots[i % kChunk] : nullptr;
+		Chunk *c = chunks_[n].load(std::memory_order_relaxed);
+		if (!c) {
+			c = new Chunk();
+			/* Release: pairs with the acquire in lookup(); publishes the chunk's initialized slots. */
+			chunks_[n].store(c, std::memory_order_release);
+		}
+		return c;
+	}
+
+	/* The slot of a live @index (its chunk exists). */
+	Slot &slotOf(uint32_t index) const
+	{
+		return chunks_[index / kChunk].load(std::memory_order_acquire)->slots[index % kChunk];
 	}
 
 	mutable std::mutex lock_;
 	uint32_t next_ = 0;
 	std::vector<uint32_t> free_;
-	std::array<std::shared_ptr<T>, kFirstDynamic> predefined_{};
 	std::array<std::atomic<Chunk *>, kMaxChunks> chunks_{};
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/core.h"
 #include "core/handle_table.h"
@@ -48,6 +49,41 @@ TEST(HandleTableTest, RejectsOtherKindsGarbageAndNull)
 	EXPECT_EQ(wins.lookup(0), nullptr);
 	EXPECT_EQ(wins.lookup(w + (uintptr_t(1) << 20)), nullptr) << "index beyond any chunk";
 	EXPECT_EQ(wins.lookup(~uintptr_t(0)), nullptr);
+}
+
+/*
+ * lookup() finds a slot from the handle's low bits alone and then compares
+ * the whole handle: every other bit pattern that lands on a live object's
+ * slot must miss.
+ */
+TEST(HandleTableTest, OnlyTheExactHandleReachesItsSlot)
+{
+	HandleTable<Thing, HandleKind::Win> table;
+	table.setPredefined(1, std::make_shared<Thing>(Thing{ 9 }));
+	uintptr_t h = table.insert(std::make_shared<Thing>(Thing{ 1 }));
+	ASSERT_NE(table.lookup(h), nullptr);
+	for (int bit = 20; bit < 64; ++bit) {
+		EXPECT_EQ(table.lookup(h ^ (uintptr_t(1) << bit)), nullptr) << "bit " << bit;
+	}
+	EXPECT_EQ(table.lookup(0), nullptr) << "the null handle, with chunk 0 in use";
+	EXPECT_EQ(table.lookup(static_cast<uint32_t>(h)), nullptr) << "the index without kind and generation";
+	const uintptr_t predefined = encodeHandle(HandleKind::Win, 0, 1);
+	EXPECT_EQ(table.lookup(predefined)->value, 9);
+	EXPECT_EQ(table.lookup(encodeHandle(HandleKind::Win, 1, 1)), nullptr) << "a predefined index, generation 1";
+	/* Many objects across chunks, each found, each dead once removed. */
+	std::vector<uintptr_t> many;
+	for (int i = 0; i < 3000; ++i)
+		many.push_back(table.insert(std::make_shared<Thing>(Thing{ 100 + i })));
+	for (int i = 0; i < 3000; ++i) {
+		ASSERT_NE(table.lookup(many[i]), nullptr);
+		ASSERT_EQ(table.lookup(many[i])->value, 100 + i);
+	}
+	for (int i = 0; i < 3000; i += 2)
+		ASSERT_TRUE(table.remove(many[i]));
+	for (int i = 0; i < 3000; ++i) {
+		ASSERT_EQ(table.lookup(many[i]) != nullptr, i % 2 == 1) << "object " << i;
+	}
+	EXPECT_EQ(table.liveHandles().size(), 1u + 1500u);
 }
 
 TEST(HandleTableTest, PredefinedHandlesAreFixedAndCannotBeRemoved)
