@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <climits>
 
 #include "config.h"
@@ -67,32 +70,39 @@ long sysMemsAllowed(unsigned long *mask)
 
 } /* namespace */
 
-bool policyConfines(const MemPolicy &policy, const std::vector<int> &allowed)
+int nodeListCount(const std::string &list)
 {
-	if (policy.mode != MPOL_BIND)
-		return false;
-	bool someBound = false, someFree = false;
-	for (int node : allowed) {
-		bool bound = std::find(policy.nodes.begin(), policy.nodes.end(), node) != policy.nodes.end();
-		(bound ? someBound : someFree) = true;
+	int count = 0;
+	size_t pos = 0;
+	const size_t end = list.find_last_not_of(" \n");
+	if (end == std::string::npos)
+		return 0;
+	while (pos <= end) {
+		size_t comma = std::min(list.find(',', pos), end + 1);
+		std::string item = list.substr(pos, comma - pos);
+		int lo = -1, hi = -1;
+		char dash = 0, extra = 0;
+		int n = std::sscanf(item.c_str(), "%d%c%d%c", &lo, &dash, &hi, &extra);
+		if (n == 1 && lo >= 0)
+			count += 1;
+		else if (n == 3 && dash == '-' && lo >= 0 && hi >= lo)
+			count += hi - lo + 1;
+		else
+			return 0;
+		pos = comma + 1;
 	}
-	/* No allowed node bound: applyMemPolicy() then binds nothing at all. */
-	return someBound && someFree;
+	return count;
 }
 
-bool policyConfines(const MemPolicy &policy)
+int memoryNodeCount()
 {
-	if (policy.mode != MPOL_BIND)
-		return false;
-	NodeMask mask{};
-	if (sysMemsAllowed(mask.data()) != 0)
-		return true;
-	std::vector<int> allowed;
-	for (int node = 0; node < kMaskBits; ++node) {
-		if (testNode(mask, node))
-			allowed.push_back(node);
-	}
-	return policyConfines(policy, allowed);
+	if (access("/sys/devices/system/node", F_OK) != 0)
+		return errno == ENOENT ? 1 : 0;
+	std::ifstream in("/sys/devices/system/node/has_memory");
+	std::string list;
+	if (!std::getline(in, list))
+		return 0;
+	return nodeListCount(list);
 }
 
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy)

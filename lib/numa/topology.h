@@ -185,14 +185,11 @@ Result<MemPolicy> resolvePlacement(const Placement &placement, const Topology &t
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy);
 
 /*
- * Whether @policy, once applied, keeps this process's pages off a node it
- * could otherwise allocate on: MPOL_BIND to fewer nodes than its cpuset
- * allows (one of one node confines nothing). Interleave and preferred
- * policies fall back to other nodes when theirs are full, so they never
- * confine. True when the allowed nodes cannot be read. No side effect.
+ * NUMA nodes of this host with memory (/sys/devices/system/node/has_memory);
+ * 1 on a kernel without NUMA, 0 when the list cannot be read.
  */
-bool policyConfines(const MemPolicy &policy);
-/* The same against an explicit set of allowed nodes (tests, injected topologies). */
-bool policyConfines(const MemPolicy &policy, const std::vector<int> &allowed);
+int memoryNodeCount();
+/* The number of nodes in a kernel node list ("0", "0-3", "0,2-3"; 0 if malformed). */
+int nodeListCount(const std::string &list);
 
 } /* namespace librma */

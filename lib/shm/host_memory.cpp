@@ -255,35 +255,30 @@ uint64_t cgroupHeadroom()
 
 } /* namespace */
 
-bool hugeFaultsLimited(const std::string &cgroupText, const std::string &root)
+bool hugeFaultLimitsPossible(const std::string &cgroups, const std::string &mountinfo)
 {
-	/* From @path's directory under @base up to @base: whether a level's @file holds a number below @unlimited. */
-	auto limitedUpTo = [](const std::string &base, const std::string &path, const char *file, uint64_t unlimited) {
-		std::string dir = base + (path == "/" ? "" : path);
-		for (;;) {
-			/* "max" (v2's no limit) parses as no number. */
-			if (auto limit = readNumber(dir + "/" + file); limit && *limit < unlimited)
-				return true;
-			if (dir.size() <= base.size())
-				return false;
-			dir.resize(dir.rfind('/'));
-		}
-	};
-	std::istringstream lines(cgroupText);
+	/*
+	 * /proc/cgroups: "subsys_name hierarchy num_cgroups enabled". A limit
+	 * needs a cgroup other than the root (which cannot be limited).
+	 */
+	bool hugetlbCgroups = false;
+	std::istringstream lines(cgroups);
 	std::string line;
-	/* "hierarchy-id:controller,list:path", as findCgroupDirs() reads it. */
 	while (std::getline(lines, line)) {
-		size_t first = line.find(':');
-		size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-		if (second == std::string::npos)
+		std::istringstream fields(line);
+		std::string name;
+		long hierarchy = 0, count = 0, enabled = 0;
+		if (!(fields >> name >> hierarchy >> count >> enabled) || name != "hugetlb")
 			continue;
-		std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
-		std::string path = line.substr(second + 1);
-		if (line.starts_with("0::") && limitedUpTo(root, path, "hugetlb.2MB.max", UINT64_MAX))
-			return true;
-		/* v1 writes "no limit" as the largest page-aligned signed value. */
-		if (controllers.find(",hugetlb,") != std::string::npos &&
-		    limitedUpTo(root + "/hugetlb", path, "hugetlb.2MB.limit_in_bytes", uint64_t(1) << 62))
+		hugetlbCgroups = enabled != 0 && count > 1;
+	}
+	if (hugetlbCgroups)
+		return true;
+	/* cgroup v2's memory_hugetlb_accounting (6.6+) charges huge pages to memory.max at fault time. */
+	std::istringstream mounts(mountinfo);
+	while (std::getline(mounts, line)) {
+		size_t dash = line.find(" - cgroup2 ");
+		if (dash != std::string::npos && line.find("memory_hugetlb_accounting", dash) != std::string::npos)
 			return true;
 	}
 	return false;
@@ -291,8 +286,9 @@ bool hugeFaultsLimited(const std::string &cgroupText, const std::string &root)
 
 bool hugeFaultsLimited()
 {
-	auto text = readText("/proc/self/cgroup");
-	return !text || hugeFaultsLimited(*text, "/sys/fs/cgroup");
+	auto cgroups = readText("/proc/cgroups");
+	auto mountinfo = readText("/proc/self/mountinfo");
+	return !cgroups || !mountinfo || hugeFaultLimitsPossible(*cgroups, *mountinfo);
 }
 
 std::size_t availableMemory()

@@ -86,26 +86,23 @@ int populate(void *data, std::size_t size)
 
 /*
  * Whether a huge-page segment of @mappedSize bytes may be left to first
- * touch, its pages held by the mmap() reservation alone: only when no fault
- * can fail after it. A fault draws from the pool under the segment's memory
- * policy; the reservation counts the whole pool, so a policy that binds the
- * pages to some of the nodes this process may use (policyConfines()) could
- * find its nodes empty, and a hugetlb cgroup limit is charged at fault time:
- * both mean SIGBUS at first touch, so both keep the populate. One NUMA node
- * and no such limit (this host, most single-socket nodes): a large window is
- * made in microseconds instead of the time to zero all its pages (95 ms a
- * GiB here), and each page is zeroed where a rank first touches it. Small
- * segments are populated all the same (no fault on first operations).
+ * touch, its pages held by the mmap() reservation alone: only where no fault
+ * can fail after it and no placement can be lost. The reservation counts the
+ * whole pool, but a fault draws from the nodes the faulting process's
+ * cpuset and policy allow, and hugetlbfs keeps no shared policy (our mbind()
+ * covers our mapping only; a peer's fault follows the peer's policy): with
+ * more than one memory node a fault could find its nodes empty (SIGBUS) or
+ * put a page where the window's placement did not ask, so such hosts keep
+ * the populate. So does any host where a limit charged at fault time could
+ * apply (hugeFaultsLimited()). One memory node and no such limit (this host,
+ * most single-socket nodes): a large window is made in microseconds instead
+ * of the time to zero all its pages (95 ms a GiB here), and each page is
+ * zeroed where a rank first touches it. Small segments are populated all the
+ * same (no fault on first operations).
  */
-bool lazyHugePages(const SegmentOptions &options, std::size_t mappedSize)
+bool lazyHugePages(std::size_t mappedSize)
 {
-	if (mappedSize <= kEagerMapBytes || policyConfines(options.policy))
-		return false;
-	for (const SegmentOptions::Range &range : options.ranges) {
-		if (range.length > 0 && policyConfines(range.policy))
-			return false;
-	}
-	return !hugeFaultsLimited();
+	return mappedSize > kEagerMapBytes && memoryNodeCount() == 1 && !hugeFaultsLimited();
 }
 
 /* The first @eagerBytes of a @mappedSize-byte mapping, in whole base pages. */
@@ -287,7 +284,7 @@ Result<Segment> Segment::createBacked(const SegmentOptions &options, bool huge)
 		/* The pages are charged now: MemAvailable and the cgroups show them to the next checker. */
 		reserving->charged();
 	}
-	if ((huge && !lazyHugePages(options, segment.mappedSize_)) || segment.mappedSize_ <= kEagerMapBytes) {
+	if ((huge && !lazyHugePages(segment.mappedSize_)) || segment.mappedSize_ <= kEagerMapBytes) {
 		rc = populate(data, huge ? segment.mappedSize_ : eagerPrefix(segment.mappedSize_, options.eagerBytes));
 		if (rc != RMA_SUCCESS)
 			return R::failure(rc);

@@ -129,15 +129,16 @@ private:
 std::size_t freeHugePages();
 
 /*
- * Whether a hugetlb cgroup limit (v2 hugetlb.2MB.max, v1
- * hugetlb.2MB.limit_in_bytes, at our cgroup or an ancestor) applies to this
- * process: such a limit is charged at fault time, so a fault past it raises
- * SIGBUS even though the mmap() reservation succeeded. True too when
- * /proc/self/cgroup cannot be read.
+ * Whether a limit charged at fault time could apply to huge pages of this
+ * host: a hugetlb cgroup other than the root exists (/proc/cgroups; v1 or
+ * v2, any process's: a window's peers may sit in other cgroups), or cgroup
+ * v2 is mounted with memory_hugetlb_accounting (memory.max charged at
+ * fault). A fault past such a limit fails (SIGBUS or OOM) although the
+ * mmap() reservation succeeded. True too when the files cannot be read.
  */
 bool hugeFaultsLimited();
-/* The same for a /proc/self/cgroup text and a cgroup mount point (tests). */
-bool hugeFaultsLimited(const std::string &cgroupText, const std::string &root);
+/* The same from the texts of /proc/cgroups and /proc/self/mountinfo (tests). */
+bool hugeFaultLimitsPossible(const std::string &cgroups, const std::string &mountinfo);
 
 /*
  * Bytes of plain memory this process can still be given without reclaiming

@@ -177,36 +177,23 @@ TEST_F(MemPolicyTest, KernelRefusalIsANoMemErrorNamingErrno)
 	EXPECT_NE(message.find(std::strerror(EINVAL)), std::string::npos) << message;
 }
 
-/*
- * policyConfines(): only a bind that leaves out an allowed node confines;
- * that is when a huge-page window must take its pages at creation.
- */
-TEST(PolicyConfinesTest, OnlyABindLeavingOutAnAllowedNodeConfines)
+/* memoryNodeCount() reads the kernel's node lists: "0", "0-3", "0,2-3". */
+TEST(NodeListTest, CountsTheNodesOfAKernelList)
 {
-	EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { 0 } }, { 0, 1 }));
-	EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { 1, 3 } }, { 0, 1, 2, 3 }));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 0 } }, { 0 }));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 0, 1 } }, { 0, 1 }));
-	/* A bind to nodes outside the cpuset is dropped by applyMemPolicy(): nothing is bound. */
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_BIND, { 7 } }, { 0, 1 }));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_INTERLEAVE, { 0 } }, { 0, 1 }));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_PREFERRED, { 1 } }, { 0, 1 }));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_DEFAULT, {} }, { 0, 1 }));
-}
-
-TEST_F(MemPolicyTest, ABindToEveryAllowedNodeDoesNotConfine)
-{
+	EXPECT_EQ(nodeListCount("0\n"), 1);
+	EXPECT_EQ(nodeListCount("0-3"), 4);
+	EXPECT_EQ(nodeListCount("0,2-3\n"), 3);
+	EXPECT_EQ(nodeListCount("1,3,5-6"), 4);
+	EXPECT_EQ(nodeListCount(""), 0);
+	EXPECT_EQ(nodeListCount("\n"), 0);
+	EXPECT_EQ(nodeListCount("0-"), 0);
+	EXPECT_EQ(nodeListCount("3-1"), 0);
+	EXPECT_EQ(nodeListCount("x"), 0);
 	const Topology topology = Topology::fromSysfs();
-	MemPolicy all{ MPOL_BIND, {} };
-	for (const NumaNode &node : topology.nodes()) {
-		if (node.hasMemory)
-			all.nodes.push_back(node.id);
-	}
-	EXPECT_FALSE(policyConfines(all));
-	EXPECT_FALSE(policyConfines(MemPolicy{ MPOL_DEFAULT, {} }));
-	if (all.nodes.size() > 1) {
-		EXPECT_TRUE(policyConfines(MemPolicy{ MPOL_BIND, { all.nodes.front() } }));
-	}
+	int withMemory = 0;
+	for (const NumaNode &node : topology.nodes())
+		withMemory += node.hasMemory;
+	EXPECT_EQ(memoryNodeCount(), withMemory) << "sysfs's has_memory against the topology";
 }
 
 } /* namespace */

@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -150,26 +150,25 @@ TEST_F(HugePoolTest, HugeSegmentUsesTwoMiBPages)
 }
 
 /*
- * On a host where no fault can fail after the mmap() reservation (no bind to
- * part of the nodes, no hugetlb cgroup limit), a large huge-page segment is
- * reserved at creation but its pages are taken and zeroed at first touch;
- * with a bind that covers every allowed node too.
+ * On a host where no fault can fail after the mmap() reservation and no
+ * placement can be lost (one memory node, no limit charged at fault time),
+ * a large huge-page segment is reserved at creation but its pages are taken
+ * and zeroed at first touch, with or without a bind policy.
  */
 TEST_F(HugePoolTest, ALargeSegmentTakesItsReservedPagesAtFirstTouch)
 {
-	if (hugeFaultsLimited())
-		GTEST_SKIP() << "a hugetlb cgroup limit applies here: segments are populated at creation";
+	if (memoryNodeCount() != 1 || hugeFaultsLimited())
+		GTEST_SKIP() << "more than one memory node, or a hugetlb limit may apply: segments are populated at creation";
 	if (!setPool(10))
 		GTEST_SKIP() << skip_;
+	int node = -1;
 	const Topology topology = Topology::fromSysfs();
-	MemPolicy everyNode{ MPOL_BIND, {} };
 	for (const NumaNode &n : topology.nodes()) {
-		if (n.hasMemory)
-			everyNode.nodes.push_back(n.id);
+		if (n.hasMemory && node < 0)
+			node = n.id;
 	}
-	for (const MemPolicy &policy : { MemPolicy{}, everyNode }) {
-		if (policyConfines(policy))
-			continue;
+	const std::vector<MemPolicy> policies{ MemPolicy{}, MemPolicy{ MPOL_BIND, { node } } };
+	for (const MemPolicy &policy : policies) {
 		const long freeBefore = meminfo("HugePages_Free"), reservedBefore = meminfo("HugePages_Rsvd");
 		{
 			SegmentOptions options = hugeOptions(8 << 20, HugePages::Require);
@@ -193,30 +192,22 @@ TEST_F(HugePoolTest, ALargeSegmentTakesItsReservedPagesAtFirstTouch)
 	}
 }
 
-/* A hugetlb cgroup limit is charged at fault time: found at any level, v2 or v1. */
-TEST(HugeFaultsLimitedTest, FindsALimitAtAnyLevelOfEitherHierarchy)
+/* Limits charged at fault time: a hugetlb cgroup besides the root, or v2's hugetlb memory accounting. */
+TEST(HugeFaultsLimitedTest, ReadsProcCgroupsAndTheCgroup2MountOptions)
 {
-	char tmpl[] = "/tmp/librma-cgroup-XXXXXX";
-	ASSERT_NE(mkdtemp(tmpl), nullptr);
-	const std::string root = tmpl;
-	auto write = [&](const std::string &rel, const std::string &text) {
-		std::filesystem::create_directories(std::filesystem::path(root + rel).parent_path());
-		std::ofstream(root + rel) << text << "\n";
-	};
-	write("/job/step/hugetlb.2MB.max", "max");
-	write("/job/hugetlb.2MB.max", "max");
-	write("/hugetlb/job/hugetlb.2MB.limit_in_bytes", "9223372036854771712");
-	EXPECT_FALSE(hugeFaultsLimited("0::/job/step\n", root));
-	EXPECT_FALSE(hugeFaultsLimited("3:hugetlb:/job\n0::/\n", root));
-	EXPECT_FALSE(hugeFaultsLimited("", root));
-
-	write("/job/hugetlb.2MB.max", "4194304");
-	EXPECT_TRUE(hugeFaultsLimited("0::/job/step\n", root)) << "an ancestor's limit applies";
-	write("/hugetlb/job/hugetlb.2MB.limit_in_bytes", "2097152");
-	EXPECT_TRUE(hugeFaultsLimited("5:hugetlb,perf_event:/job\n", root));
-	/* A v1 hierarchy without the hugetlb controller is not read for it. */
-	EXPECT_FALSE(hugeFaultsLimited("5:memory:/job\n", root));
-	std::filesystem::remove_all(root);
+	const std::string header = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n";
+	const std::string v1Mounts = "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+				     "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	const std::string v2Mounts = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+	const std::string accounting =
+		"30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate,memory_hugetlb_accounting\n";
+	/* This host's shape: the controller exists, only its root cgroup. */
+	EXPECT_FALSE(hugeFaultLimitsPossible(header + "memory\t4\t56\t1\nhugetlb\t0\t1\t1\n", v1Mounts));
+	EXPECT_FALSE(hugeFaultLimitsPossible(header + "memory\t0\t56\t1\n", v2Mounts)) << "no hugetlb controller";
+	EXPECT_FALSE(hugeFaultLimitsPossible(header + "hugetlb\t0\t9\t0\n", v2Mounts)) << "disabled";
+	EXPECT_TRUE(hugeFaultLimitsPossible(header + "hugetlb\t0\t9\t1\n", v2Mounts));
+	EXPECT_TRUE(hugeFaultLimitsPossible(header + "hugetlb\t11\t2\t1\n", v1Mounts));
+	EXPECT_TRUE(hugeFaultLimitsPossible(header + "hugetlb\t0\t1\t1\n", accounting));
 }
 
 TEST_F(HugePoolTest, PreferTakesHugePagesWhenThePoolHasRoom)
