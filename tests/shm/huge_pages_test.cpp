@@ -127,6 +127,17 @@ private:
 	int lock_ = -1;
 };
 
+/* The lowest NUMA node with memory on this host (-1 if none is listed). */
+int firstMemoryNode()
+{
+	const Topology topology = Topology::fromSysfs();
+	for (const NumaNode &n : topology.nodes()) {
+		if (n.hasMemory)
+			return n.id;
+	}
+	return -1;
+}
+
 TEST_F(HugePoolTest, HugeSegmentUsesTwoMiBPages)
 {
 	if (!setPool(8))
@@ -161,12 +172,7 @@ TEST_F(HugePoolTest, ALargeSegmentTakesItsReservedPagesAtFirstTouch)
 		GTEST_SKIP() << "more than one memory node, or a hugetlb limit may apply: segments are populated at creation";
 	if (!setPool(10))
 		GTEST_SKIP() << skip_;
-	int node = -1;
-	const Topology topology = Topology::fromSysfs();
-	for (const NumaNode &n : topology.nodes()) {
-		if (n.hasMemory && node < 0)
-			node = n.id;
-	}
+	const int node = firstMemoryNode();
 	const std::vector<MemPolicy> policies{ MemPolicy{}, MemPolicy{ MPOL_BIND, { node } } };
 	for (const MemPolicy &policy : policies) {
 		const long freeBefore = meminfo("HugePages_Free"), reservedBefore = meminfo("HugePages_Rsvd");
@@ -226,12 +232,7 @@ TEST_F(HugePoolTest, HugeSegmentHonoursABindPolicy)
 {
 	if (!setPool(2))
 		GTEST_SKIP() << skip_;
-	int node = -1;
-	const Topology topology = Topology::fromSysfs();
-	for (const NumaNode &n : topology.nodes()) {
-		if (n.hasMemory && node < 0)
-			node = n.id;
-	}
+	const int node = firstMemoryNode();
 	SegmentOptions options = hugeOptions(2 << 20, HugePages::Require);
 	options.policy = MemPolicy{ MPOL_BIND, { node } };
 
