@@ -61,6 +61,27 @@ struct AccArea {
 	 */
 	int drain(int target, uint64_t holder, std::byte *base) noexcept;
 
+	/*
+	 * Take @target's consumer role as @holder (non-zero) if nobody holds it;
+	 * false, having done nothing, if someone does. Every applier takes the
+	 * role this way (or in a wait around it) and gives it back with
+	 * giveBackRole().
+	 */
+	bool tryTakeRole(int target, uint64_t holder) noexcept
+	{
+		std::atomic<uint64_t> &consumer = lines[target].consumer;
+		uint64_t free = 0;
+		/*
+		 * A relaxed look first: no read-for-ownership of a held line.
+		 * Acquire: pairs with the release in giveBackRole() of the previous
+		 * holder (any process); hands over the ring's head and what it applied.
+		 */
+		return consumer.load(std::memory_order_relaxed) == 0 &&
+		       consumer.compare_exchange_strong(free, holder, std::memory_order_acquire, std::memory_order_relaxed);
+	}
+	/* Give @target's consumer role back. Release: pairs with tryTakeRole()'s acquire; our applies come first. */
+	void giveBackRole(int target) noexcept { lines[target].consumer.store(0, std::memory_order_release); }
+
 	/* Apply one record to @target's memory at @base; the consumer role is held. */
 	void applyRecord(int target, const MpscRecord &record, std::byte *base) noexcept;
 

@@ -318,8 +318,12 @@ int Window::setUpAccumulates(const char *call, std::byte *control, const std::ve
 	myFastOp_ = &accLines_[rank()].fastOp;
 	pathAuto_ = accPath() == AccPath::Auto;
 	accFast_.assign(n, 0);
-	for (uint32_t t = 0; t < n; ++t)
-		accFast_[t] = !locked[t] && targets_[t].reach == Reach::Direct && !hints_.accumulateRing;
+	accInPlace_.assign(n, 0);
+	for (uint32_t t = 0; t < n; ++t) {
+		const bool direct = !locked[t] && targets_[t].reach == Reach::Direct;
+		accFast_[t] = direct && !hints_.accumulateRing;
+		accInPlace_[t] = direct && pathAuto_ && (plainCapable_ || plainApply_);
+	}
 	accIssued_.assign(n, 0);
 	accApplied_.assign(n, 0);
 	orderingNone_ = hints_.accumulateOrdering == "none";
@@ -493,23 +497,12 @@ void AccArea::applyRecord(int t, const MpscRecord &record, std::byte *target) no
 
 int AccArea::drain(int t, uint64_t me, std::byte *base) noexcept
 {
-	AccTargetLine &line = lines[t];
-	/* Relaxed: cheap looks before the CAS (nothing claimed, or someone draining); the CAS decides. */
-	if (!rings[t].pending())
-		return 0;
-	uint64_t holder = line.consumer.load(std::memory_order_relaxed);
-	if (holder != 0)
-		return 0;
-	/*
-	 * Acquire: pairs with the release below in the previous holder (any
-	 * process); hands over the ring's head and what it applied.
-	 */
-	if (!line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
+	/* Relaxed (pending()): a cheap look before the role (nothing claimed); the role decides. */
+	if (!rings[t].pending() || !tryTakeRole(t, me))
 		return 0;
 	endExpiredLease(t);
 	int n = rings[t].read([this, t, base](const MpscRecord &r) { applyRecord(t, r, base); }, 64);
-	/* Release: pairs with the acquire above in the next holder. */
-	line.consumer.store(0, std::memory_order_release);
+	giveBackRole(t);
 	return n;
 }
 
@@ -856,8 +849,8 @@ int Window::accumulateChecked(const char *call, const AccArgs &a)
 	/* Large, or small while the target is in plain mode (origin atomics must stay away then). */
 	/* Relaxed: a hint for the choice; applyInPlace() reads it again under the role. */
 	const bool plainNow = accLines_[a.target].plainMode.load(std::memory_order_relaxed) != 0;
-	if (path == AccPath::Auto && contiguous && !isPairElem(elem) && (bytes >= kInPlaceBytes || plainNow) &&
-	    targets_[a.target].reach == Reach::Direct && (plainCapable_ || plainApply_) && !noPlainMode_) {
+	if (accInPlace_[a.target] && contiguous && !isPairElem(elem) && (bytes >= kInPlaceBytes || plainNow) &&
+	    !noPlainMode_) {
 		InPlace outcome;
 		RMA_TRY(applyInPlace(call, a, view, op, elem, n, outcome));
 		if (outcome == InPlace::Done)
@@ -982,14 +975,7 @@ int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &
 	AccTargetLine &line = accLines_[t];
 	const uint64_t me = static_cast<uint64_t>(rank()) + 1;
 	RMA_TRY(waitUntil(
-		call, "the accumulate ring of the target", -1,
-		[&] {
-			uint64_t holder = 0;
-			/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
-			return line.consumer.load(std::memory_order_relaxed) == 0 &&
-			       line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire,
-								     std::memory_order_relaxed);
-		},
+		call, "the accumulate ring of the target", -1, [&] { return acc_.tryTakeRole(t, me); },
 		[&] { return checkRingHolder(call, "the accumulate ring of the target", t); }));
 	endExpiredLease(t);
 	/* Others' records queued before this operation: applied first. */
@@ -999,8 +985,7 @@ int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &
 	const bool plain = plainApply_ || line.plainMode.load(std::memory_order_relaxed) != 0;
 	BlockCursor cursor(td, a.tcount);
 	applyAlong(cursor, view.base, op, elem, data, old, static_cast<uint64_t>(bytes), plain);
-	/* Release: pairs with the acquire of the next holder. */
-	line.consumer.store(0, std::memory_order_release);
+	acc_.giveBackRole(t);
 	if (rd && !rd->isContiguous())
 		copyTyped(static_cast<std::byte *>(a.result), *rd, a.rcount, fetched.data(), byteType(), bytes, bytes);
 	return RMA_SUCCESS;
@@ -1126,44 +1111,49 @@ void Window::leavePlain(int t)
 }
 
 /*
- * applyInPlace()'s steady state, for accumulate()'s common case: @bytes
- * (kInPlaceBytes or more) of contiguous elements at @addr, nothing of ours
- * queued to @t, @t already in plain mode (a lease an earlier in-place apply
- * took, which this one renews) or a window that applies plainly throughout,
- * its consumer role free and its ring empty. Then the same apply as
- * applyInPlace(), without its membarrier() or its draining; false, having
- * done nothing, for everything else (the caller goes on to applyInPlace()).
+ * The apply of an in-place operation: @n elements at @addr, @t's consumer
+ * role held and @t in plain mode (or a ring-only window, plain throughout);
+ * @renew: renew plain mode's lease (endExpiredLease()).
  */
-bool Window::applyLeased(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result, size_t bytes)
+inline void Window::applyHoldingRole(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result,
+			      size_t n, bool renew)
 {
 	AccTargetLine &line = accLines_[t];
-	uint64_t holder = 0;
-	/* Acquire: as in drainRing(); we are the ring's consumer until a release below. */
-	if (accIssued_[t] != accApplied_[t] || line.consumer.load(std::memory_order_relaxed) != 0 ||
-	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
-						   std::memory_order_relaxed)) [[unlikely]]
+	crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
+	if (op == Op::NoOp)
+		std::memcpy(result, addr, n * elemBytes(elem));
+	else
+		applyOpPlain(op, elem, addr, origin, result, n);
+	crossProcessRelease(&line.plainMode);
+	if (renew)
+		/* Relaxed: later holders read it under the role, after our giveBackRole()'s release. */
+		line.plainSince.store(0, std::memory_order_relaxed);
+}
+
+/*
+ * applyInPlace()'s steady state, for inPlaceFast(): @n contiguous elements
+ * (more than kFastBytes) at @addr, nothing of ours queued to @t, @t already
+ * in plain mode (a lease an earlier in-place apply took, which this one
+ * renews) or a ring-only window, its consumer role free and its ring empty.
+ * False, having done nothing, for everything else (then applyInPlace(),
+ * which enters plain mode, drains or queues).
+ */
+bool Window::applyLeased(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result, size_t n)
+{
+	if (accIssued_[t] != accApplied_[t] || !acc_.tryTakeRole(t, static_cast<uint64_t>(rank()) + 1)) [[unlikely]]
 		return false;
 	/*
 	 * Relaxed: only holders of the role (us now) write plainMode; pending()
 	 * is a hint: a record committed after this read was queued after our
 	 * operation began, which MPI does not order against it (another origin's).
 	 */
-	if ((!plainApply_ && line.plainMode.load(std::memory_order_relaxed) == 0) || rings_[t].pending()) [[unlikely]] {
-		/* Release: pairs with the acquire of the next holder (nothing was written). */
-		line.consumer.store(0, std::memory_order_release);
+	if ((!plainApply_ && accLines_[t].plainMode.load(std::memory_order_relaxed) == 0) || rings_[t].pending())
+		[[unlikely]] {
+		acc_.giveBackRole(t);
 		return false;
 	}
-	crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
-	if (op == Op::NoOp)
-		std::memcpy(result, addr, bytes);
-	else
-		applyOpPlain(op, elem, addr, origin, result, bytes / elemBytes(elem));
-	crossProcessRelease(&line.plainMode);
-	if (!plainApply_)
-		/* Renew the lease (endExpiredLease). Relaxed: later holders read it under the role, after our release. */
-		line.plainSince.store(0, std::memory_order_relaxed);
-	/* Release: pairs with the acquire of the next holder; our plain stores come first. */
-	line.consumer.store(0, std::memory_order_release);
+	applyHoldingRole(t, op, elem, addr, origin, result, n, !plainApply_);
+	acc_.giveBackRole(t);
 	return true;
 }
 
@@ -1179,13 +1169,9 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 	/* Our own queued records come first (ordering); they are not behind us after this. */
 	if (accIssued_[t] != accApplied_[t])
 		RMA_TRY(completeAccumulates(call, t));
-	AccTargetLine &line = accLines_[t];
-	uint64_t holder = 0;
-	/* Acquire: as in drainRing(); we are the ring's consumer until the release below. */
-	if (line.consumer.load(std::memory_order_relaxed) != 0 ||
-	    !line.consumer.compare_exchange_strong(holder, static_cast<uint64_t>(rank()) + 1, std::memory_order_acquire,
-						   std::memory_order_relaxed))
+	if (!acc_.tryTakeRole(t, static_cast<uint64_t>(rank()) + 1))
 		return RMA_SUCCESS;
+	AccTargetLine &line = accLines_[t];
 	const bool large = static_cast<rma_count>(n * elemBytes(elem)) >= kInPlaceBytes;
 	/* A small operation here only because plain mode was on: end the lease if it ran out. */
 	if (!large && !plainApply_)
@@ -1193,8 +1179,8 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 	/* Relaxed: only holders of the role (us now) write plainMode. */
 	const bool leased = line.plainMode.load(std::memory_order_relaxed) != 0;
 	if (!large && !leased && !plainApply_) {
-		/* Not worth a membarrier(): queue it (atomics apply it, plain mode is off). Release: as below. */
-		line.consumer.store(0, std::memory_order_release);
+		/* Not worth a membarrier(): queue it (atomics apply it, plain mode is off). */
+		acc_.giveBackRole(t);
 		return RMA_SUCCESS;
 	}
 	int rc = plainApply_ || leased ? RMA_SUCCESS : enterPlain(call, t);
@@ -1208,25 +1194,16 @@ int Window::applyInPlace(const char *call, const AccArgs &a, const TargetView &v
 		while (rings_[t].pending() &&
 		       rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
 		}
-		crossProcessAcquire(&line.plainMode); /* ThreadSanitizer: common/tsan.h */
-		if (op == Op::NoOp)
-			std::memcpy(a.result, view.base, n * elemBytes(elem));
-		else
-			applyOpPlain(op, elem, view.base, a.origin, a.result, n);
-		crossProcessRelease(&line.plainMode);
 		/*
 		 * Stay plain for the lease; a later holder ends it (endExpiredLease).
 		 * Only operations that need plain mode renew it: small ones come here
 		 * only because it is on, and renewing for them would keep a stream
 		 * of fetch_and_ops off their one-instruction atomic path for good.
 		 */
-		if (!plainApply_ && large)
-			/* Renew (endExpiredLease). Relaxed: read by later holders of the role, ordered by its release below. */
-			line.plainSince.store(0, std::memory_order_relaxed);
+		applyHoldingRole(t, op, elem, view.base, a.origin, a.result, n, !plainApply_ && large);
 		outcome = InPlace::Done;
 	}
-	/* Release: pairs with the acquire of the next holder. */
-	line.consumer.store(0, std::memory_order_release);
+	acc_.giveBackRole(t);
 	return rc;
 }
 
@@ -1350,10 +1327,7 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	const uint32_t eb = elemBytes(elem);
 	if (tv.reach == Reach::Direct && !accLocked_[t]) {
 		AccTargetLine &line = accLines_[t];
-		uint64_t holder = 0;
-		/* Acquire: as in drainRing(); the role is ours until the release below. */
-		if (line.consumer.load(std::memory_order_relaxed) != 0 ||
-		    !line.consumer.compare_exchange_strong(holder, me, std::memory_order_acquire, std::memory_order_relaxed))
+		if (!acc_.tryTakeRole(t, me))
 			return remoteRingBusy(t, busy);
 		endExpiredLease(t);
 		while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
@@ -1371,8 +1345,7 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 		}
 		if (plain)
 			crossProcessRelease(&line.plainMode);
-		/* Release: pairs with the acquire of the next holder. */
-		line.consumer.store(0, std::memory_order_release);
+		acc_.giveBackRole(t);
 		return RMA_SUCCESS;
 	}
 	/* Where the elements are: mapped here (Direct), or in the target process (cross-memory attach). */

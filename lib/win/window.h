@@ -244,6 +244,18 @@ public:
 	int accumulate(const char *call, const AccArgs &args);
 	int accumulateChecked(const char *call, const AccArgs &args);
 	/*
+	 * What every inline part of the accumulate family asks of @target
+	 * besides its own conditions: that @path (accFast_: origin atomics;
+	 * accInPlace_: in-place applies) allows it, an epoch open to it,
+	 * statistics off (counted operations take the full paths), no member
+	 * dead.
+	 */
+	[[gnu::always_inline]] bool fastAccTarget(const std::vector<uint8_t> &path, int target) const
+	{
+		return static_cast<unsigned>(target) < path.size() && path[target] && (allAccess_ || access_[target]) &&
+		       !stats_ && !anyDead();
+	}
+	/*
 	 * The inline part of fetch_and_op, and of accumulate / get_accumulate
 	 * of @count elements of one predefined type on every side (@fetch: the
 	 * old values go to @result): an open epoch, a Direct target that takes
@@ -259,9 +271,8 @@ public:
 		const Op op = toOp(opHandle);
 		/* The size first: mid-size operations leave here at once, for the in-place path. */
 		if (d && count > 0 && count <= kFastElements && d->size * count <= kFastBytes &&
-		    static_cast<unsigned>(target) < accFast_.size() &&
-		    (allAccess_ || access_[target]) && accFast_[target] && accIssued_[target] == accApplied_[target] &&
-		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin)) && !stats_ && !anyDead()) [[likely]] {
+		    fastAccTarget(accFast_, target) && accIssued_[target] == accApplied_[target] &&
+		    (fetch || op != Op::NoOp) && (op == Op::NoOp || !badPointer(origin))) [[likely]] {
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
 			rma_aint offset;
@@ -292,8 +303,8 @@ public:
 	 * The inline part of accumulate / get_accumulate past kFastBytes, under
 	 * atomicFast()'s conditions but the size (@count elements of one
 	 * predefined type on every side, @fetch: the old values go to @result):
-	 * a window whose accumulates apply in place (accumulate.cpp, "Plain
-	 * mode"), an op and element plain applies take, in bounds: the origin
+	 * a target whose accumulates apply in place (accInPlace_; accumulate.cpp,
+	 * "Plain mode"), an op and element plain applies take, in bounds: the origin
 	 * applies it with plain stores while it holds the target's consumer
 	 * role, when the target is already in plain mode (applyLeased()). False,
 	 * having done nothing, for everything else: the C entry points then call
@@ -304,9 +315,7 @@ public:
 	{
 		const Datatype *d = predefinedDatatype(type);
 		const Op op = toOp(opHandle);
-		if (d && count > 0 && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
-		    accFast_[target] && (plainCapable_ || plainApply_) && !noPlainMode_ && pathAuto_ && !stats_ &&
-		    !anyDead()) [[likely]] {
+		if (d && count > 0 && fastAccTarget(accInPlace_, target) && !noPlainMode_) [[likely]] {
 			const uint8_t elem = d->handleIndex;
 			const TargetView &t = targets_[target];
 			const rma_aint bytes = d->size * count;
@@ -316,7 +325,7 @@ public:
 			    !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) && offset <= t.size &&
 			    bytes <= t.size - offset &&
 			    applyLeased(target, op, elem, t.base + offset, origin, fetch ? result : nullptr,
-					static_cast<size_t>(bytes))) [[likely]] {
+					static_cast<size_t>(count))) [[likely]] {
 				pendingOps_ = true;
 				return true;
 			}
@@ -342,8 +351,7 @@ public:
 					    int target, rma_aint disp)
 	{
 		const Datatype *d = predefinedDatatype(type);
-		if (d && !stats_ && static_cast<unsigned>(target) < accFast_.size() && (allAccess_ || access_[target]) &&
-		    accFast_[target] && accIssued_[target] == accApplied_[target] && !anyDead()) [[likely]] {
+		if (d && fastAccTarget(accFast_, target) && accIssued_[target] == accApplied_[target]) [[likely]] {
 			const uint8_t elem = d->handleIndex;
 			const rma_aint bytes = elemBytes(elem);
 			const TargetView &t = targets_[target];
@@ -823,7 +831,9 @@ private:
 			 InPlace &outcome);
 	/* inPlaceFast()'s apply (applyInPlace()'s steady state). */
 	[[gnu::noinline]] bool applyLeased(int t, Op op, uint8_t elem, std::byte *addr, const void *origin, void *result,
-					   size_t bytes);
+					   size_t n);
+	[[gnu::always_inline]] inline void applyHoldingRole(int t, Op op, uint8_t elem, std::byte *addr,
+							    const void *origin, void *result, size_t n, bool renew);
 	void unlockApply(int target);
 
 	Flavor flavor_ = Flavor::Create;
@@ -862,6 +872,7 @@ private:
 	std::vector<MpscRing> rings_;          /* per target */
 	std::vector<uint8_t> accLocked_;       /* per target: path 3 (apply lock) */
 	std::vector<uint8_t> accFast_;         /* per target: path 1 allowed (Direct, not locked, not forced to the ring) */
+	std::vector<uint8_t> accInPlace_;      /* per target: in-place applies allowed (Direct, not locked, RMA_ACC_PATH auto, plain mode possible) */
 	bool pathAuto_ = true;                 /* RMA_ACC_PATH is auto (read once, at creation) */
 	std::vector<uint64_t> accIssued_;      /* per target: last sequence number queued */
 	std::vector<uint64_t> accApplied_;     /* per target: known applied and collected */
