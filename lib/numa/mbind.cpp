@@ -4,12 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdio>
-#include <fstream>
-#include <string>
 #include <climits>
 
 #include "config.h"
@@ -69,41 +65,6 @@ long sysMemsAllowed(unsigned long *mask)
 }
 
 } /* namespace */
-
-int nodeListCount(const std::string &list)
-{
-	int count = 0;
-	size_t pos = 0;
-	const size_t end = list.find_last_not_of(" \n");
-	if (end == std::string::npos)
-		return 0;
-	while (pos <= end) {
-		size_t comma = std::min(list.find(',', pos), end + 1);
-		std::string item = list.substr(pos, comma - pos);
-		int lo = -1, hi = -1;
-		char dash = 0, extra = 0;
-		int n = std::sscanf(item.c_str(), "%d%c%d%c", &lo, &dash, &hi, &extra);
-		if (n == 1 && lo >= 0)
-			count += 1;
-		else if (n == 3 && dash == '-' && lo >= 0 && hi >= lo)
-			count += hi - lo + 1;
-		else
-			return 0;
-		pos = comma + 1;
-	}
-	return count;
-}
-
-int memoryNodeCount()
-{
-	if (access("/sys/devices/system/node", F_OK) != 0)
-		return errno == ENOENT ? 1 : 0;
-	std::ifstream in("/sys/devices/system/node/has_memory");
-	std::string list;
-	if (!std::getline(in, list))
-		return 0;
-	return nodeListCount(list);
-}
 
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy)
 {

@@ -139,12 +139,34 @@ std::vector<int> parseCpuList(std::string_view text)
 	return ids;
 }
 
+namespace {
+
+/* The root's has_memory list, if it has one (nodeHasMemory()). */
+std::optional<std::vector<int>> memoryNodeList(const std::string &root)
+{
+	if (auto text = readFile(root + "/has_memory"))
+		return parseCpuList(*text);
+	return std::nullopt;
+}
+
+} /* namespace */
+
+int memoryNodeCount(const std::string &root)
+{
+	const std::vector<int> ids = nodeIds(root);
+	if (ids.empty())
+		return 1;
+	const std::optional<std::vector<int>> withMemory = memoryNodeList(root);
+	int count = 0;
+	for (int id : ids)
+		count += nodeHasMemory(root, id, withMemory);
+	return count;
+}
+
 Topology Topology::fromSysfs(const std::string &root)
 {
 	Topology topology;
-	std::optional<std::vector<int>> withMemory;
-	if (auto text = readFile(root + "/has_memory"))
-		withMemory = parseCpuList(*text);
+	const std::optional<std::vector<int>> withMemory = memoryNodeList(root);
 
 	for (int id : nodeIds(root)) {
 		NumaNode node;

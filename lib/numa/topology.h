@@ -36,6 +36,13 @@ struct NumaNode {
  */
 std::vector<int> parseCpuList(std::string_view text);
 
+/*
+ * NUMA nodes with memory in a sysfs node tree, read as Topology::fromSysfs()
+ * reads them (has_memory, else each node's meminfo), without the rest of
+ * the topology: 1 for a missing tree (a kernel without NUMA).
+ */
+int memoryNodeCount(const std::string &root = "/sys/devices/system/node");
+
 /* A physical core: its hardware threads (logical CPUs), and where it sits. */
 struct CpuCore {
 	std::vector<int> cpus; /* sorted OS CPU numbers; several with SMT */
@@ -184,12 +191,5 @@ Result<MemPolicy> resolvePlacement(const Placement &placement, const Topology &t
  */
 int applyMemPolicy(void *addr, std::size_t len, const MemPolicy &policy);
 
-/*
- * NUMA nodes of this host with memory (/sys/devices/system/node/has_memory);
- * 1 on a kernel without NUMA, 0 when the list cannot be read.
- */
-int memoryNodeCount();
-/* The number of nodes in a kernel node list ("0", "0-3", "0,2-3"; 0 if malformed). */
-int nodeListCount(const std::string &list);
 
 } /* namespace librma */

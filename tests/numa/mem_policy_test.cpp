@@ -177,24 +177,5 @@ TEST_F(MemPolicyTest, KernelRefusalIsANoMemErrorNamingErrno)
 	EXPECT_NE(message.find(std::strerror(EINVAL)), std::string::npos) << message;
 }
 
-/* memoryNodeCount() reads the kernel's node lists: "0", "0-3", "0,2-3". */
-TEST(NodeListTest, CountsTheNodesOfAKernelList)
-{
-	EXPECT_EQ(nodeListCount("0\n"), 1);
-	EXPECT_EQ(nodeListCount("0-3"), 4);
-	EXPECT_EQ(nodeListCount("0,2-3\n"), 3);
-	EXPECT_EQ(nodeListCount("1,3,5-6"), 4);
-	EXPECT_EQ(nodeListCount(""), 0);
-	EXPECT_EQ(nodeListCount("\n"), 0);
-	EXPECT_EQ(nodeListCount("0-"), 0);
-	EXPECT_EQ(nodeListCount("3-1"), 0);
-	EXPECT_EQ(nodeListCount("x"), 0);
-	const Topology topology = Topology::fromSysfs();
-	int withMemory = 0;
-	for (const NumaNode &node : topology.nodes())
-		withMemory += node.hasMemory;
-	EXPECT_EQ(memoryNodeCount(), withMemory) << "sysfs's has_memory against the topology";
-}
-
 } /* namespace */
 } /* namespace librma */

@@ -85,6 +85,37 @@ TEST(TopologyTest, ReadsTwoNodes)
 	EXPECT_EQ(topology.nodeOfCpu(8), -1);
 }
 
+/* memoryNodeCount(): the nodes fromSysfs() would mark hasMemory, without the rest of the tree. */
+TEST(TopologyTest, CountsTheNodesWithMemoryAsTheTopologyDoes)
+{
+	FakeSysfs two;
+	two.addNode(0, "0-3");
+	two.addNode(1, "4-7");
+	two.setHasMemory("0-1");
+	EXPECT_EQ(memoryNodeCount(two.root()), 2);
+
+	FakeSysfs memoryless;
+	memoryless.addNode(0, "0-3");
+	memoryless.addNode(1, "4-7");
+	memoryless.setHasMemory("1");
+	EXPECT_EQ(memoryNodeCount(memoryless.root()), 1);
+
+	/* No has_memory: each node's meminfo decides. */
+	FakeSysfs meminfo;
+	meminfo.addNode(0, "0-1");
+	meminfo.addNode(1, "2-3");
+	meminfo.setNodeMemory(0, 1024);
+	meminfo.setNodeMemory(1, 0);
+	EXPECT_EQ(memoryNodeCount(meminfo.root()), 1);
+
+	EXPECT_EQ(memoryNodeCount(two.root() + "/absent"), 1) << "no node tree: a kernel without NUMA";
+	int real = 0;
+	const Topology topology = Topology::fromSysfs();
+	for (const NumaNode &node : topology.nodes())
+		real += node.hasMemory;
+	EXPECT_EQ(memoryNodeCount(), real);
+}
+
 TEST(TopologyTest, ReadsMemorylessAndCpulessNodes)
 {
 	FakeSysfs sysfs;
