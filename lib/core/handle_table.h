@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <cassert>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -50,9 +51,15 @@ public:
 	static constexpr uint32_t kMaxChunks = 4096; /* a million live objects */
 	static_assert(kFirstDynamic == kChunk, "predefined objects fill chunk 0 exactly");
 
-	/* Register a predefined object at @index (1 .. kFirstDynamic - 1; 0 is the null handle's). */
+	/*
+	 * Register a predefined object at @index (1 .. kFirstDynamic - 1; 0 is
+	 * the null handle's). Callers pass librma's own constants: an index
+	 * outside that range is a librma bug, caught by the assertion in
+	 * checked builds and ignored (the object stays unreachable) otherwise.
+	 */
 	void setPredefined(uint32_t index, std::shared_ptr<T> obj)
 	{
+		assert(index != 0 && index < kFirstDynamic && "predefined handle index out of range");
 		if (index == 0 || index >= kFirstDynamic)
 			return;
 		std::lock_guard<std::mutex> guard(lock_);
