@@ -15,8 +15,8 @@
 #pragma once
 
 #include <array>
-#include <cassert>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <mutex>

@@ -91,9 +91,7 @@ TEST(HandleTableDeathTest, APredefinedIndexOutsideChunkZeroIsABug)
 	HandleTable<Thing, HandleKind::Win> table;
 	/* Checked builds stop at the assertion; release builds leave the slot empty. */
 	EXPECT_DEBUG_DEATH(table.setPredefined(0, std::make_shared<Thing>(Thing{ 1 })), "out of range");
-	EXPECT_DEBUG_DEATH(table.setPredefined(kFirstDynamic,
-					       std::make_shared<Thing>(Thing{ 2 })),
-			   "out of range");
+	EXPECT_DEBUG_DEATH(table.setPredefined(kFirstDynamic, std::make_shared<Thing>(Thing{ 2 })), "out of range");
 	EXPECT_EQ(table.lookup(encodeHandle(HandleKind::Win, 0, 0)), nullptr);
 	EXPECT_TRUE(table.liveHandles().empty());
 }
