@@ -8,6 +8,11 @@
  * bumped when the object is freed, so a stale copy of a freed handle is
  * recognised instead of reaching reused memory.
  *
+ * Slots live in chunks of 256 made on first use (a million objects at
+ * most), or, for a table given FlatSlots, in one array inside the table:
+ * a lookup then has no chunk to load and test (the window table, looked up
+ * by every put, get and flush; FlatSlots objects at most).
+ *
  * Thread safety: insert(), remove() and setPredefined() lock; lookup() does
  * not (it reads chunks that are never freed), so using a handle while
  * another thread frees it is the application's race, as in MPI.
@@ -20,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 namespace librma {
@@ -42,7 +48,7 @@ constexpr uintptr_t encodeHandle(HandleKind kind, uint32_t generation, uint32_t 
 	       index;
 }
 
-template<typename T, HandleKind Kind>
+template<typename T, HandleKind Kind, uint32_t FlatSlots = 0>
 class HandleTable
 {
 public:
@@ -50,6 +56,11 @@ public:
 	static constexpr uint32_t kChunk = 256;
 	static constexpr uint32_t kMaxChunks = 4096; /* a million live objects */
 	static_assert(kFirstDynamic == kChunk, "predefined objects fill chunk 0 exactly");
+	static constexpr bool kFlat = FlatSlots != 0;
+	static_assert(!kFlat || (FlatSlots > kFirstDynamic && (FlatSlots & (FlatSlots - 1)) == 0),
+		      "a flat table holds the predefined slots and a power of two in all");
+	/* Slots in all (predefined ones included). */
+	static constexpr uint32_t kCapacity = kFlat ? FlatSlots : kMaxChunks * kChunk;
 
 	/*
 	 * Register a predefined object at @index (1 .. kFirstDynamic - 1; 0 is
@@ -63,7 +74,7 @@ public:
 		if (index == 0 || index >= kFirstDynamic)
 			return;
 		std::lock_guard<std::mutex> guard(lock_);
-		Slot &s = chunkFor(0)->slots[index];
+		Slot &s = makeSlot(index);
 		s.obj = std::move(obj);
 		/* Relaxed: as in insert(). */
 		s.handle.store(encodeHandle(Kind, 0, index), std::memory_order_relaxed);
@@ -78,13 +89,13 @@ public:
 			index = free_.back();
 			free_.pop_back();
 		} else {
-			if (kFirstDynamic + next_ >= kMaxChunks * kChunk)
+			if (kFirstDynamic + next_ >= kCapacity)
 				return 0;
 			index = kFirstDynamic + next_++;
 		}
-		Slot &s = chunkFor(index / kChunk)->slots[index % kChunk];
+		Slot &s = makeSlot(index);
 		s.obj = std::move(obj);
-		const uintptr_t h = encodeHandle(Kind, s.generation, index);
+		const uintptr_t h = encodeHandle(Kind, s.bumps + 1, index);
 		/*
 		 * Relaxed: the handle reaches other threads through the program,
 		 * whose hand-over orders it (a lookup racing its own insert or
@@ -103,13 +114,18 @@ public:
 	 */
 	T *lookup(uintptr_t h) const
 	{
-		/* Acquire: pairs with the release in chunkFor(); the chunk's slots are initialized. */
-		const Chunk *c = chunks_[(h / kChunk) % kMaxChunks].load(std::memory_order_acquire);
-		if (!c) [[unlikely]]
-			return nullptr;
-		const Slot &s = c->slots[h % kChunk];
+		const Slot *s;
+		if constexpr (kFlat) {
+			s = &store_[h % FlatSlots];
+		} else {
+			/* Acquire: pairs with the release in makeSlot(); the chunk's slots are initialized. */
+			const Chunk *c = store_[(h / kChunk) % kMaxChunks].load(std::memory_order_acquire);
+			if (!c) [[unlikely]]
+				return nullptr;
+			s = &c->slots[h % kChunk];
+		}
 		/* Relaxed: see insert(). A free slot holds 0 and no object (so does slot 0: h == 0 finds nullptr). */
-		return s.handle.load(std::memory_order_relaxed) == h ? s.obj.get() : nullptr;
+		return s->handle.load(std::memory_order_relaxed) == h ? s->obj.get() : nullptr;
 	}
 
 	/* Like lookup(), sharing ownership. */
@@ -133,8 +149,8 @@ public:
 		std::shared_ptr<T> obj = std::move(s.obj);
 		/* Relaxed: see insert(). */
 		s.handle.store(0, std::memory_order_relaxed);
-		uint32_t generation = (s.generation + 1) & 0xffffff;
-		s.generation = generation == 0 ? 1 : generation;
+		/* Generations 1 .. 2^24 - 1 (0 is the predefined objects'), then 1 again. */
+		s.bumps = (s.bumps + 1) % 0xffffff;
 		free_.push_back(index);
 		return obj;
 	}
@@ -155,42 +171,56 @@ public:
 	constexpr HandleTable() = default;
 	~HandleTable()
 	{
-		for (auto &c : chunks_)
-			delete c.load(std::memory_order_relaxed);
+		if constexpr (!kFlat)
+			for (auto &c : store_)
+				delete c.load(std::memory_order_relaxed);
 	}
 
 private:
+	/*
+	 * All zero when free, so that a flat table (constant-initialized in
+	 * .bss) takes no memory until its pages are used.
+	 */
 	struct Slot {
 		std::atomic<uintptr_t> handle{ 0 }; /* the live handle; 0 while free */
-		uint32_t generation = 1;            /* of the next handle given out here (dynamic slots) */
+		uint32_t bumps = 0;                 /* times freed: the next handle's generation is bumps + 1 */
 		std::shared_ptr<T> obj;
 	};
 	struct Chunk {
 		std::array<Slot, kChunk> slots;
 	};
 
-	/* Chunk @n, made on first use (lock_ held). */
-	Chunk *chunkFor(uint32_t n)
+	/* The slot at @index, its chunk made on first use (lock_ held). */
+	Slot &makeSlot(uint32_t index)
 	{
-		Chunk *c = chunks_[n].load(std::memory_order_relaxed);
-		if (!c) {
-			c = new Chunk();
-			/* Release: pairs with the acquire in lookup(); publishes the chunk's initialized slots. */
-			chunks_[n].store(c, std::memory_order_release);
+		if constexpr (kFlat) {
+			return store_[index];
+		} else {
+			std::atomic<Chunk *> &cp = store_[index / kChunk];
+			Chunk *c = cp.load(std::memory_order_relaxed);
+			if (!c) {
+				c = new Chunk();
+				/* Release: pairs with the acquire in lookup(); publishes the chunk's initialized slots. */
+				cp.store(c, std::memory_order_release);
+			}
+			return c->slots[index % kChunk];
 		}
-		return c;
 	}
 
 	/* The slot of a live @index (its chunk exists). */
 	Slot &slotOf(uint32_t index) const
 	{
-		return chunks_[index / kChunk].load(std::memory_order_acquire)->slots[index % kChunk];
+		if constexpr (kFlat)
+			return const_cast<Slot &>(store_[index]);
+		else
+			return store_[index / kChunk].load(std::memory_order_acquire)->slots[index % kChunk];
 	}
 
 	mutable std::mutex lock_;
 	uint32_t next_ = 0;
 	std::vector<uint32_t> free_;
-	std::array<std::atomic<Chunk *>, kMaxChunks> chunks_{};
+	/* The slots themselves (flat), or the chunks' addresses. */
+	std::conditional_t<kFlat, std::array<Slot, FlatSlots>, std::array<std::atomic<Chunk *>, kMaxChunks>> store_{};
 };
 
 } /* namespace librma */

@@ -968,10 +968,16 @@ bool membarrierReady();
  */
 void releaseControlPool();
 
-/* Constant-initialized, so the per-call lookup has no guard to test. */
-inline constinit HandleTable<Window, HandleKind::Win> gWindowTable;
+/*
+ * Constant-initialized, so the per-call lookup has no guard to test; flat
+ * (handle_table.h), so it has no chunk to load either: 64 Ki windows at
+ * most (MPICH allows 2 Ki communicators), 2 MiB of .bss of which a process
+ * touches a page per 128 windows.
+ */
+using WindowTable = HandleTable<Window, HandleKind::Win, 65536>;
+inline constinit WindowTable gWindowTable;
 
-inline HandleTable<Window, HandleKind::Win> &windowTable()
+inline WindowTable &windowTable()
 {
 	return gWindowTable;
 }

@@ -2,6 +2,7 @@
 /* Handles, error codes, groups and info objects: single-process units. */
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,18 @@ struct Thing {
 	int value;
 };
 
-TEST(HandleTableTest, LooksUpLiveHandlesAndRejectsStaleOnes)
+/* Every behaviour below holds for both storages: chunks made on use, and one flat array (the window table's). */
+template<typename Table>
+class HandleTableTyped : public ::testing::Test
 {
-	HandleTable<Thing, HandleKind::Win> table;
+};
+using Storages = ::testing::Types<HandleTable<Thing, HandleKind::Win>, HandleTable<Thing, HandleKind::Win, 4096>>;
+TYPED_TEST_SUITE(HandleTableTyped, Storages);
+
+TYPED_TEST(HandleTableTyped, LooksUpLiveHandlesAndRejectsStaleOnes)
+{
+	auto owner = std::make_unique<TypeParam>();
+	TypeParam &table = *owner;
 	uintptr_t a = table.insert(std::make_shared<Thing>(Thing{ 1 }));
 	uintptr_t b = table.insert(std::make_shared<Thing>(Thing{ 2 }));
 	ASSERT_NE(a, 0u);
@@ -38,9 +48,10 @@ TEST(HandleTableTest, LooksUpLiveHandlesAndRejectsStaleOnes)
 	EXPECT_EQ(table.liveHandles().size(), 2u);
 }
 
-TEST(HandleTableTest, RejectsOtherKindsGarbageAndNull)
+TYPED_TEST(HandleTableTyped, RejectsOtherKindsGarbageAndNull)
 {
-	HandleTable<Thing, HandleKind::Win> wins;
+	auto owner = std::make_unique<TypeParam>();
+	TypeParam &wins = *owner;
 	HandleTable<Thing, HandleKind::Comm> comms;
 	uintptr_t w = wins.insert(std::make_shared<Thing>(Thing{ 1 }));
 	uintptr_t c = comms.insert(std::make_shared<Thing>(Thing{ 2 }));
@@ -56,9 +67,10 @@ TEST(HandleTableTest, RejectsOtherKindsGarbageAndNull)
  * the whole handle: every other bit pattern that lands on a live object's
  * slot must miss.
  */
-TEST(HandleTableTest, OnlyTheExactHandleReachesItsSlot)
+TYPED_TEST(HandleTableTyped, OnlyTheExactHandleReachesItsSlot)
 {
-	HandleTable<Thing, HandleKind::Win> table;
+	auto owner = std::make_unique<TypeParam>();
+	TypeParam &table = *owner;
 	table.setPredefined(1, std::make_shared<Thing>(Thing{ 9 }));
 	uintptr_t h = table.insert(std::make_shared<Thing>(Thing{ 1 }));
 	ASSERT_NE(table.lookup(h), nullptr);
@@ -84,6 +96,29 @@ TEST(HandleTableTest, OnlyTheExactHandleReachesItsSlot)
 		ASSERT_EQ(table.lookup(many[i]) != nullptr, i % 2 == 1) << "object " << i;
 	}
 	EXPECT_EQ(table.liveHandles().size(), 1u + 1500u);
+}
+
+/* A flat table holds kCapacity - kFirstDynamic dynamic objects; the next insert says 0 (full), freeing makes room. */
+TEST(HandleTableTest, AFlatTableIsFullAtItsCapacity)
+{
+	using Table = HandleTable<Thing, HandleKind::Win, 512>;
+	auto table = std::make_unique<Table>();
+	std::vector<uintptr_t> live;
+	for (uint32_t i = 0; i < Table::kCapacity - kFirstDynamic; ++i) {
+		live.push_back(table->insert(std::make_shared<Thing>(Thing{ static_cast<int>(i) })));
+		ASSERT_NE(live.back(), 0u) << "object " << i;
+	}
+	EXPECT_EQ(table->insert(std::make_shared<Thing>(Thing{ -1 })), 0u);
+	ASSERT_TRUE(table->remove(live[7]));
+	const uintptr_t again = table->insert(std::make_shared<Thing>(Thing{ 77 }));
+	ASSERT_NE(again, 0u);
+	EXPECT_EQ(table->lookup(again)->value, 77);
+	EXPECT_EQ(table->lookup(live[7]), nullptr);
+	for (std::size_t i = 0; i < live.size(); ++i) {
+		if (i != 7) {
+			ASSERT_EQ(table->lookup(live[i])->value, static_cast<int>(i));
+		}
+	}
 }
 
 TEST(HandleTableDeathTest, APredefinedIndexOutsideChunkZeroIsABug)
