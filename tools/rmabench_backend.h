@@ -116,6 +116,29 @@ void unlockAll(Handle win);
 void flush(int target, Handle win);
 void flushLocal(int target, Handle win);
 
+/*
+ * A latency test's timed loop in one call (rmabench_tight.h): @n times the
+ * operation (None: only the synchronization, as a fence's bystanders and
+ * targets do) and then its synchronization, with no rmabench code between
+ * the library's calls, as OSU's loops are written.
+ */
+enum class TightOp { None, Put, Get, Acc, GetAcc, Fop, Cas };
+enum class TightSync { Flush, FlushLocal, Lock, LockExclusive, LockAll, Fence };
+struct TightCase {
+	TightOp op = TightOp::None;
+	TightSync sync = TightSync::Flush;
+	const void *origin = nullptr;
+	void *result = nullptr;		/* get's destination; the fetching operations' results */
+	const void *compare = nullptr;	/* compare_and_swap */
+	int count = 0;			/* of @type, on both sides */
+	Handle type = 0;
+	int target = 0;
+	Disp disp = 0;
+	Handle accOp = 0;
+	Handle win = 0;
+};
+void tightLoop(const TightCase &c, long n);
+
 } /* namespace be */
 
 } /* namespace rmabench */

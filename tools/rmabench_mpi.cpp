@@ -5,6 +5,7 @@
  * (rmabench-mpich, rmabench-openmpi); RMABENCH_MPI names which one.
  */
 #include "rmabench_backend.h"
+#include "rmabench_tight.h"
 
 #include <mpi.h>
 #include <unistd.h>
@@ -408,6 +409,12 @@ void flush(int target, Handle w)
 void flushLocal(int target, Handle w)
 {
 	check(MPI_Win_flush_local(target, win(w)), "MPI_Win_flush_local");
+}
+
+/* Every wrapper above inlined into the loop (flatten): the library's calls back to back. */
+[[gnu::flatten]] void tightLoop(const TightCase &c, long n)
+{
+	runTight(c, n);
 }
 
 } /* namespace be */

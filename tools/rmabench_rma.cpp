@@ -4,6 +4,7 @@
  * public C API (include/rma/rma.h), linked to librma.so as a user would.
  */
 #include "rmabench_backend.h"
+#include "rmabench_tight.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -407,6 +408,12 @@ void flush(int target, Handle w)
 void flushLocal(int target, Handle w)
 {
 	check(rma_win_flush_local(target, win(w)), "rma_win_flush_local");
+}
+
+/* Every wrapper above inlined into the loop (flatten): the library's calls back to back. */
+[[gnu::flatten]] void tightLoop(const TightCase &c, long n)
+{
+	runTight(c, n);
 }
 
 } /* namespace be */

@@ -431,6 +431,7 @@ private:
 	/* Tests */
 	template<typename Fn>
 	std::vector<double> timeBlocks(long iters, long block, Fn &&fn);
+	bool tightCase(const Layout &l, be::TightCase &c) const;
 	int sizeSweep();
 	void sizelessTest();
 	void windowCreateTest();
@@ -818,6 +819,64 @@ long Bench::itersFor(long size, long small, long large) const
 	return size <= 8192 ? small : std::max<long>(large * 8192 / size, 20);
 }
 
+/*
+ * Whether a latency step of layout @l can run as one tight loop (@c): one
+ * operation per step, no verification, a synchronization that is the
+ * origin's alone or a fence (PSCW needs the target's side of each step).
+ */
+bool Bench::tightCase(const Layout &l, be::TightCase &c) const
+{
+	if (o_.test != Test::Latency || o_.verify || opsPerStep() != 1)
+		return false;
+	switch (o_.sync) {
+	case Sync::Flush:
+		c.sync = be::TightSync::Flush;
+		break;
+	case Sync::FlushLocal:
+		c.sync = be::TightSync::FlushLocal;
+		break;
+	case Sync::Lock:
+		c.sync = o_.exclusive ? be::TightSync::LockExclusive : be::TightSync::Lock;
+		break;
+	case Sync::LockAll:
+		c.sync = be::TightSync::LockAll;
+		break;
+	case Sync::Fence:
+		c.sync = be::TightSync::Fence;
+		break;
+	case Sync::Pscw:
+		return false;
+	}
+	static constexpr be::TightOp kOps[] = { be::TightOp::Put, be::TightOp::Get,	be::TightOp::Acc,
+						be::TightOp::GetAcc, be::TightOp::Fop, be::TightOp::Cas };
+	/* A fence's ranks that are not origins take part in each fence with no operation (step()). */
+	c.op = origin_ ? kOps[static_cast<int>(o_.op)] : be::TightOp::None;
+	c.origin = originBuf_.data();
+	c.result = resultBuf_.data();
+	c.compare = compareBuf_.data();
+	c.count = l.count;
+	c.type = l.type;
+	c.target = peer_;
+	c.disp = dispAt(peer_, 0);
+	c.accOp = op_;
+	c.win = win_.win;
+	return true;
+}
+
+/* @skip untimed rounds of @c, then the mean time per round in blocks of @block (be::tightLoop). */
+std::vector<double> timeTight(const be::TightCase &c, long skip, long iters, long block)
+{
+	be::tightLoop(c, skip);
+	std::vector<double> out;
+	for (long done = 0; done < iters; done += block) {
+		const long n = std::min(block, iters - done);
+		const double t0 = be::wtime();
+		be::tightLoop(c, n);
+		out.push_back((be::wtime() - t0) / static_cast<double>(n));
+	}
+	return out;
+}
+
 /* Mean time of @fn per call, in blocks of @block calls. */
 template<typename Fn>
 std::vector<double> Bench::timeBlocks(long iters, long block, Fn &&fn)
@@ -921,7 +980,12 @@ int Bench::sizeSweep()
 		};
 		bool runs = passive_ ? origin_ : true;
 		std::vector<double> blocks;
-		if (runs) {
+		be::TightCase tc;
+		if (runs && tightCase(l, tc)) {
+			/* The same steps as one() does without --verify, in OSU's loop (rmabench_tight.h). */
+			blocks = timeTight(tc, skip, iters, block);
+			steps_ += skip + iters;
+		} else if (runs) {
 			for (long i = 0; i < skip; ++i)
 				one();
 			blocks = timeBlocks(iters, block, one);
@@ -1227,23 +1291,15 @@ void Bench::sizelessTest()
 	row.iterations = iters;
 	std::vector<double> blocks;
 	Handle w = win_.win;
-	if (o_.test == Test::Fence) {
-		auto fence = [&] { be::fence(0, w); };
-		for (long i = 0; i < skip; ++i)
-			fence();
-		blocks = timeBlocks(iters, block, fence);
-	} else if (origin_) {
-		auto sync = [&] {
-			if (o_.test == Test::Lock) {
-				be::lock(false, peer_, w);
-				be::unlock(peer_, w);
-			} else {
-				be::flush(peer_, w);
-			}
-		};
-		for (long i = 0; i < skip; ++i)
-			sync();
-		blocks = timeBlocks(iters, block, sync);
+	if (o_.test == Test::Fence || origin_) {
+		/* The synchronization alone, in OSU's loop (rmabench_tight.h): fence, shared lock + unlock, or flush. */
+		be::TightCase c;
+		c.sync = o_.test == Test::Fence ? be::TightSync::Fence
+			 : o_.test == Test::Lock ? be::TightSync::Lock
+						  : be::TightSync::Flush;
+		c.target = peer_;
+		c.win = w;
+		blocks = timeTight(c, skip, iters, block);
 	}
 	finishPassive();
 	if (o_.test == Test::Fence) {

@@ -18,6 +18,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "support/multiproc.h"
 
 using librma::test::CommandResult;
@@ -313,6 +315,56 @@ TEST(RmabenchTest, VerifyFailsOnACorruptedResult)
 	CommandResult r = rmabench(with({ "put_latency" }, kShort));
 	EXPECT_EQ(r.status, 0) << r.err;
 	unsetenv("RMA_BENCH_CORRUPT");
+}
+
+/*
+ * The latency tests time OSU's loop (tools/rmabench_tight.h: the library's
+ * calls back to back, no per-step code of rmabench's) unless --verify asks
+ * for the checked steps. librma's traffic statistics (RMA_STATS) count what
+ * that loop issued: every warm-up and timed operation, of the test's kind,
+ * from rank 0 to rank 1, and nothing of any other kind.
+ */
+TEST(RmabenchTest, TheTimedLoopIssuesEachOperationOnce)
+{
+	const char *tmp = std::getenv("TMPDIR");
+	const std::string dir = std::string(tmp && *tmp ? tmp : "/tmp");
+	const std::vector<std::pair<std::string, std::string>> cases = {
+		{ "put_latency", "put" },	   { "get_latency", "get" },	       { "acc_latency", "accumulate" },
+		{ "get_acc_latency", "get_accumulate" }, { "fop_latency", "fetch_and_op" }, { "cas_latency", "compare_and_swap" },
+	};
+	for (const char *sync : { "flush", "lock", "fence" }) {
+		for (const auto &[test, kind] : cases) {
+			const std::string file = dir + "/rmabench-stats-" + std::to_string(getpid()) + ".json";
+			std::vector<std::string> argv = { "/usr/bin/env", "RMA_STATS=" + file, tool("rmarun"), "-n", "2",
+							  "--bind", "none", tool("rmabench"), test, "--sync", sync,
+							  "--sizes", "8", "--iterations", "200", "--skip", "7" };
+			CommandResult r = runCommand(argv, 60);
+			ASSERT_EQ(r.status, 0) << test << " --sync " << sync << ": " << r.err;
+			std::ifstream in(file);
+			ASSERT_TRUE(in) << "no statistics file " << file;
+			const nlohmann::json stats = nlohmann::json::parse(in);
+			std::remove(file.c_str());
+			/*
+			 * The measured window is the one with more than a few operations
+			 * of the test's kind (rmabench's own exchanges put one each).
+			 */
+			int found = 0;
+			for (const auto &w : stats.at("windows")) {
+				const auto &ops = w.at("ops");
+				if (ops.at(kind).at(0).at(1).get<uint64_t>() < 100)
+					continue;
+				++found;
+				EXPECT_EQ(ops.at(kind).at(0).at(1).get<uint64_t>(), 207u)
+					<< test << " --sync " << sync << ": rank 0's operations on rank 1";
+				for (const auto &[other, row] : ops.items()) {
+					if (other != kind) {
+						EXPECT_EQ(row.at(0).at(1).get<uint64_t>(), 0u) << test << " issued " << other;
+					}
+				}
+			}
+			EXPECT_EQ(found, 1) << test << " --sync " << sync;
+		}
+	}
 }
 
 TEST(RmabenchTest, HeaderReportsWhatWasUsed)
