@@ -118,6 +118,11 @@ int main(int argc, char **argv)
 	});
 	/* Mid-size: 16 and 256 int32 (64 B, 1 KiB) at byte 1024, past the words the checks below read. */
 	std::fill(c.ones, c.ones + 256, 1);
+	/* Two int32 in one word (OSU's 8-byte accumulate), at byte 64: one lane-wise compare-exchange. */
+	passiveCase(c, "acc_sum_2x32_flush", [&] {
+		rma_accumulate(c.ones, 2, RMA_INT32_T, t, 8, 2, RMA_INT32_T, RMA_SUM, c.win);
+		rma_win_flush(t, c.win);
+	});
 	passiveCase(c, "acc_sum_64B_flush", [&] {
 		rma_accumulate(c.ones, 16, RMA_INT32_T, t, 128, 16, RMA_INT32_T, RMA_SUM, c.win);
 		rma_win_flush(t, c.win);

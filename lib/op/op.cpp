@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -161,6 +162,23 @@ template <typename U> void casOne(void *target, const void *compare, const void 
 }
 
 } /* namespace */
+
+void detail::applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const void *origin, void *old,
+				size_t n) noexcept
+{
+	/* relaxed: applyOp()'s per-element RMWs are relaxed too; the epoch's completion orders them. */
+	uint64_t expected = __atomic_load_n(word, __ATOMIC_RELAXED);
+	if (op != Op::NoOp) {
+		uint64_t desired;
+		do {
+			desired = expected;
+			applyOpPlain(op, elem, reinterpret_cast<std::byte *>(&desired) + lane, origin, nullptr, n);
+			/* relaxed on both outcomes: a failure reloads @expected and recomputes the lanes. */
+		} while (!__atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	}
+	if (old)
+		std::memcpy(old, reinterpret_cast<const std::byte *>(&expected) + lane, elemBytes(elem) * n);
+}
 
 void applyPairOp(Op op, uint8_t pairElem, void *targetValue, void *targetIndex, const void *origin, void *old) noexcept
 {

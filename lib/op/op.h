@@ -419,46 +419,54 @@ inline void applyOpPlain(Op op, uint8_t elem, void *target, const void *origin, 
  *        with respect to each other. Relaxed, like applyOp(). @p old gets
  *        the lanes' previous values.
  */
-inline void applyOpWord(Op op, uint8_t elem, void *target, const void *origin, void *old, size_t n) noexcept
+namespace detail {
+/* applyOpWord() for every op but integer SUM: the lanes through the plain kernel (op.cpp; out of line). */
+void applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const void *origin, void *old,
+		       size_t n) noexcept;
+} /* namespace detail */
+
+[[gnu::always_inline]] inline void applyOpWord(Op op, uint8_t elem, void *target, const void *origin, void *old,
+					       size_t n) noexcept
 {
 	const uintptr_t a = reinterpret_cast<uintptr_t>(target);
 	auto *word = reinterpret_cast<uint64_t *>(a & ~uintptr_t(7));
 	const size_t lane = a & 7;
-	/* relaxed: applyOp()'s per-element RMWs are relaxed too; the epoch's completion orders them. */
-	uint64_t expected = __atomic_load_n(word, __ATOMIC_RELAXED);
 	const uint32_t eb = elemBytes(elem);
 	const ElemClass cls = elemClass(elem);
-	if (op == Op::Sum && (cls == ElemClass::CInteger || cls == ElemClass::MultiLanguage)) {
-		/*
-		 * Integer SUM without the kernel: the origin's lanes in place in a
-		 * word (0 elsewhere), added lane by lane in one 64-bit add with the
-		 * lanes' top bits kept out of it (so no carry crosses a lane) and
-		 * put back by XOR: wrapping per lane, as the per-element RMWs do.
-		 */
-		const size_t bytes = eb * n;
-		uint64_t add = 0;
+	if (op != Op::Sum || (cls != ElemClass::CInteger && cls != ElemClass::MultiLanguage)) {
+		detail::applyOpWordKernel(op, elem, word, lane, origin, old, n);
+		return;
+	}
+	/*
+	 * Integer SUM, inline: the origin's lanes in place in a word (0
+	 * elsewhere), added lane by lane in one 64-bit add with the lanes' top
+	 * bits kept out of it (so no carry crosses a lane) and put back by XOR:
+	 * wrapping per lane, as the per-element RMWs do.
+	 */
+	const size_t bytes = eb * n;
+	uint64_t add = 0;
+	if (bytes == 8) {
+		__builtin_memcpy(&add, origin, 8);
+	} else {
+		for (size_t i = 0; i < bytes; ++i)
+			add |= uint64_t(static_cast<const uint8_t *>(origin)[i]) << (8 * (lane + i));
+	}
+	const uint64_t top = eb == 1 ? 0x8080808080808080ull : eb == 2 ? 0x8000800080008000ull : 0x8000000080000000ull;
+	/* relaxed: applyOp()'s per-element RMWs are relaxed too; the epoch's completion orders them. */
+	uint64_t expected = __atomic_load_n(word, __ATOMIC_RELAXED);
+	uint64_t desired;
+	do {
+		desired = ((expected & ~top) + (add & ~top)) ^ ((expected ^ add) & top);
+		/* relaxed on both outcomes: a failure reloads @expected and recomputes. */
+	} while (!__atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	if (old) {
 		if (bytes == 8) {
-			__builtin_memcpy(&add, origin, 8);
+			__builtin_memcpy(old, &expected, 8);
 		} else {
 			for (size_t i = 0; i < bytes; ++i)
-				add |= uint64_t(static_cast<const uint8_t *>(origin)[i]) << (8 * (lane + i));
+				static_cast<uint8_t *>(old)[i] = static_cast<uint8_t>(expected >> (8 * (lane + i)));
 		}
-		const uint64_t top = eb == 1 ? 0x8080808080808080ull : eb == 2 ? 0x8000800080008000ull : 0x8000000080000000ull;
-		uint64_t desired;
-		do {
-			desired = ((expected & ~top) + (add & ~top)) ^ ((expected ^ add) & top);
-			/* relaxed on both outcomes: a failure reloads @expected and recomputes. */
-		} while (!__atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	} else if (op != Op::NoOp) {
-		uint64_t desired;
-		do {
-			desired = expected;
-			applyOpPlain(op, elem, reinterpret_cast<std::byte *>(&desired) + lane, origin, nullptr, n);
-			/* relaxed on both outcomes: a failure reloads @expected and recomputes the lanes. */
-		} while (!__atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	}
-	if (old)
-		__builtin_memcpy(old, reinterpret_cast<const std::byte *>(&expected) + lane, eb * n);
 }
 
 /**
