@@ -5,6 +5,7 @@
 # markdown rows: test | size | librma | Open MPI | ratio | MPICH | ratio.
 #
 #   bash bench/compare_table.sh [BUILD_DIR]      (ROUNDS=5 by default; MPIS=openmpi,mpich)
+#   ONLY='latency|fence' bash bench/compare_table.sh   only the rows whose rmabench arguments match
 #
 # Needs the MPI backends built (tools/setup bench installs both MPIs).
 # Run it on a quiet machine: anything else spinning moves these figures.
@@ -17,15 +18,15 @@ bench="$build/tools/rmabench"
 
 # label|rmabench test and options
 cases=(
-	"put|put_latency --size 8 --iterations 2000"
-	"get|get_latency --size 8 --iterations 2000"
+	"put|put_latency --size 8 --iterations 20000"
+	"get|get_latency --size 8 --iterations 20000"
 	"accumulate int32 SUM|acc_latency --sizes 8,64,1024,65536 --iterations 2000"
-	"get_accumulate|get_acc_latency --size 8 --iterations 2000"
-	"fetch_and_op int64 SUM|fop_latency --iterations 2000"
-	"compare_and_swap int64|cas_latency --iterations 2000"
-	"lock exclusive + put + unlock|put_latency --sync lock --exclusive --size 8 --iterations 2000"
-	"empty fence|fence --iterations 2000"
-	"put + fence|put_latency --sync fence --size 8 --iterations 2000"
+	"get_accumulate|get_acc_latency --size 8 --iterations 20000"
+	"fetch_and_op int64 SUM|fop_latency --iterations 20000"
+	"compare_and_swap int64|cas_latency --iterations 20000"
+	"lock exclusive + put + unlock|put_latency --sync lock --exclusive --size 8 --iterations 20000"
+	"empty fence|fence --iterations 20000"
+	"put + fence|put_latency --sync fence --size 8 --iterations 20000"
 	"put bandwidth (MB/s)|put_bw --sizes 65536,1048576,4194304"
 	"get bandwidth (MB/s)|get_bw --sizes 65536,1048576,4194304"
 	"window allocate + free (us)|win_create --iterations 5"
@@ -36,6 +37,7 @@ echo "| --- | --- | --- | --- | --- | --- | --- |"
 for c in "${cases[@]}"; do
 	label=${c%%|*}
 	args=${c#*|}
+	[[ -z ${ONLY:-} || $args =~ ${ONLY:-} ]] || continue
 	# shellcheck disable=SC2086 # the options are words on purpose
 	csv=$("$bench" compare --mpi "$mpis" --alternate "$rounds" --stat median --format csv $args)
 	awk -F, -v label="$label" '
