@@ -425,24 +425,20 @@ void applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const v
 		       size_t n) noexcept;
 } /* namespace detail */
 
-[[gnu::always_inline]] inline void applyOpWord(Op op, uint8_t elem, void *target, const void *origin, void *old,
-					       size_t n) noexcept
+/**
+ * @brief applyOpWord() of integer SUM (C integer or multi-language
+ *        elements of @p eb = 1, 2 or 4 bytes), inline: the origin's lanes in
+ *        place in a word (0 elsewhere), added lane by lane in one 64-bit add
+ *        with the lanes' top bits kept out of it (so no carry crosses a lane)
+ *        and put back by XOR: wrapping per lane, as the per-element RMWs do.
+ *        Same preconditions and atomicity as applyOpWord().
+ */
+[[gnu::always_inline]] inline void applyLaneSum(uint32_t eb, void *target, const void *origin, void *old,
+						size_t n) noexcept
 {
 	const uintptr_t a = reinterpret_cast<uintptr_t>(target);
 	auto *word = reinterpret_cast<uint64_t *>(a & ~uintptr_t(7));
 	const size_t lane = a & 7;
-	const uint32_t eb = elemBytes(elem);
-	const ElemClass cls = elemClass(elem);
-	if (op != Op::Sum || (cls != ElemClass::CInteger && cls != ElemClass::MultiLanguage)) {
-		detail::applyOpWordKernel(op, elem, word, lane, origin, old, n);
-		return;
-	}
-	/*
-	 * Integer SUM, inline: the origin's lanes in place in a word (0
-	 * elsewhere), added lane by lane in one 64-bit add with the lanes' top
-	 * bits kept out of it (so no carry crosses a lane) and put back by XOR:
-	 * wrapping per lane, as the per-element RMWs do.
-	 */
 	const size_t bytes = eb * n;
 	uint64_t add = 0;
 	if (bytes == 8) {
@@ -467,6 +463,17 @@ void applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const v
 				static_cast<uint8_t *>(old)[i] = static_cast<uint8_t>(expected >> (8 * (lane + i)));
 		}
 	}
+}
+
+inline void applyOpWord(Op op, uint8_t elem, void *target, const void *origin, void *old, size_t n) noexcept
+{
+	const ElemClass cls = elemClass(elem);
+	if (op == Op::Sum && (cls == ElemClass::CInteger || cls == ElemClass::MultiLanguage)) {
+		applyLaneSum(elemBytes(elem), target, origin, old, n);
+		return;
+	}
+	const uintptr_t a = reinterpret_cast<uintptr_t>(target);
+	detail::applyOpWordKernel(op, elem, reinterpret_cast<uint64_t *>(a & ~uintptr_t(7)), a & 7, origin, old, n);
 }
 
 /**
@@ -535,6 +542,41 @@ inline void compareAndSwapAligned(void *target, const void *compare, const void 
 {
 	ElemClass c = elemClass(elem);
 	return op == Op::Sum && elemBytes(elem) == 8 && (c == ElemClass::CInteger || c == ElemClass::MultiLanguage);
+}
+
+/*
+ * What the accumulate fast path may do for an (op, element) pair, from one
+ * table load instead of the class and size tests (FastAcc bits).
+ */
+namespace fastacc {
+inline constexpr uint8_t kAtomic = 1;  /* hardwareAtomic(op, elem) */
+inline constexpr uint8_t kAdd64 = 2;   /* isFetchAdd64(op, elem): fetchAdd64() */
+inline constexpr uint8_t kLaneSum = 4; /* integer SUM of 1/2/4-byte lanes: applyLaneSum() */
+} /* namespace fastacc */
+
+namespace detail {
+inline constexpr auto kFastAcc = [] {
+	std::array<std::array<uint8_t, kElemLimit>, kOpLimit> t{};
+	for (uint32_t o = 0; o < kOpLimit; ++o) {
+		for (uint32_t e = 0; e < kElemLimit; ++e) {
+			const Op op = static_cast<Op>(o);
+			const auto elem = static_cast<uint8_t>(e);
+			if (!hardwareAtomic(op, elem))
+				continue;
+			const ElemClass c = elemClass(elem);
+			const bool integer = c == ElemClass::CInteger || c == ElemClass::MultiLanguage;
+			t[o][e] = fastacc::kAtomic | (isFetchAdd64(op, elem) ? fastacc::kAdd64 : 0) |
+				  (op == Op::Sum && integer && elemBytes(elem) < 8 ? fastacc::kLaneSum : 0);
+		}
+	}
+	return t;
+}();
+} /* namespace detail */
+
+/** @brief FastAcc bits of @p op on @p elem (precondition: op <= Op::Last, elem < kElemLimit, as toOp() and predefined types give). */
+[[gnu::always_inline]] inline uint8_t fastAccKind(Op op, uint8_t elem)
+{
+	return detail::kFastAcc[static_cast<uint32_t>(op)][elem];
 }
 
 /**

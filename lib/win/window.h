@@ -280,13 +280,20 @@ public:
 			    offset <= t.size - bytes) [[likely]] {
 				const uint8_t elem = d->handleIndex;
 				std::byte *addr = t.base + offset;
-				const bool add64 =
-					count == 1 && isFetchAdd64(op, elem) && (reinterpret_cast<uintptr_t>(addr) & 7) == 0;
-				/* Several elements in one aligned word: one compare-exchange for all of them. */
-				const bool word = !add64 && wordAt(op, elem, addr, static_cast<size_t>(count));
-				if ((add64 || atomicAt(op, elem, addr)) && enterFastOp(target)) [[likely]] {
+				const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+				/* One table load for what the pair allows (op.h, FastAcc); d->size is elemBytes() here. */
+				const uint8_t kind = fastAccKind(op, elem);
+				const bool add64 = count == 1 && (kind & fastacc::kAdd64) && (a & 7) == 0;
+				const bool atomic =
+					add64 || ((kind & fastacc::kAtomic) && (a & static_cast<uintptr_t>(d->size - 1)) == 0);
+				/* Several elements in one aligned word: one compare-exchange for all of them (wordAt()). */
+				const bool word = !add64 && count > 1 && atomic && (a & 7) + static_cast<uintptr_t>(bytes) <= 8;
+				if (atomic && enterFastOp(target)) [[likely]] {
 					if (add64)
 						fetchAdd64(addr, origin, result);
+					else if (word && (kind & fastacc::kLaneSum))
+						applyLaneSum(static_cast<uint32_t>(d->size), addr, origin, result,
+							     static_cast<size_t>(count));
 					else if (word)
 						applyOpWord(op, elem, addr, origin, result, static_cast<size_t>(count));
 					else

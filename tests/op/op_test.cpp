@@ -1056,4 +1056,29 @@ TEST(OpFastPathTest, WordUpdatesMatchThePlainKernel)
 	EXPECT_GT(checked, 1000);
 }
 
+/* The fast path's table says what the class and size tests say, for every pair. */
+TEST(OpFastPathTest, FastAccTableAgreesWithTheTests)
+{
+	int atomic = 0, lanes = 0;
+	for (uint32_t o = 0; o < kOpLimit; ++o) {
+		for (uint32_t e = 0; e < kElemLimit; ++e) {
+			const Op op = static_cast<Op>(o);
+			const auto elem = static_cast<uint8_t>(e);
+			const uint8_t k = fastAccKind(op, elem);
+			const ElemClass c = elemClass(elem);
+			const bool integer = c == ElemClass::CInteger || c == ElemClass::MultiLanguage;
+			EXPECT_EQ((k & fastacc::kAtomic) != 0, hardwareAtomic(op, elem)) << o << "/" << e;
+			EXPECT_EQ((k & fastacc::kAdd64) != 0, hardwareAtomic(op, elem) && isFetchAdd64(op, elem))
+				<< o << "/" << e;
+			EXPECT_EQ((k & fastacc::kLaneSum) != 0,
+				  hardwareAtomic(op, elem) && op == Op::Sum && integer && elemBytes(elem) < 8)
+				<< o << "/" << e;
+			atomic += (k & fastacc::kAtomic) != 0;
+			lanes += (k & fastacc::kLaneSum) != 0;
+		}
+	}
+	EXPECT_GT(atomic, 50);
+	EXPECT_GE(lanes, 6) << "at least int8/16/32 and uint8/16/32";
+}
+
 } /* namespace */
