@@ -407,18 +407,6 @@ inline void applyOpPlain(Op op, uint8_t elem, void *target, const void *origin, 
 	return n > 1 && atomicAt(op, elem, target) && (a & 7) + elemBytes(elem) * n <= 8;
 }
 
-/**
- * @brief applyOp() of @p n elements that share one aligned 8-byte word
- *        (wordAt() holds): one compare-exchange loop on the word instead
- *        of one locked RMW per element, e.g. 8 chars summed in one
- *        instruction instead of eight. The lanes are computed by the plain
- *        kernel on a copy of the word. The update is atomic as a whole,
- *        which is more than MPI asks (per element), and composes with
- *        applyOp()'s per-element RMWs on the same elements: both are locked
- *        instructions on one naturally aligned word, which x86 keeps atomic
- *        with respect to each other. Relaxed, like applyOp(). @p old gets
- *        the lanes' previous values.
- */
 namespace detail {
 /* applyOpWord() for every op but integer SUM: the lanes through the plain kernel (op.cpp; out of line). */
 void applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const void *origin, void *old,
@@ -465,6 +453,18 @@ void applyOpWordKernel(Op op, uint8_t elem, uint64_t *word, size_t lane, const v
 	}
 }
 
+/**
+ * @brief applyOp() of @p n elements that share one aligned 8-byte word
+ *        (wordAt() holds): one compare-exchange loop on the word instead
+ *        of one locked RMW per element, e.g. 8 chars summed in one
+ *        instruction instead of eight. The lanes are computed by the plain
+ *        kernel on a copy of the word. The update is atomic as a whole,
+ *        which is more than MPI asks (per element), and composes with
+ *        applyOp()'s per-element RMWs on the same elements: both are locked
+ *        instructions on one naturally aligned word, which x86 keeps atomic
+ *        with respect to each other. Relaxed, like applyOp(). @p old gets
+ *        the lanes' previous values.
+ */
 inline void applyOpWord(Op op, uint8_t elem, void *target, const void *origin, void *old, size_t n) noexcept
 {
 	const ElemClass cls = elemClass(elem);
