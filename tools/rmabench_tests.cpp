@@ -826,27 +826,15 @@ long Bench::itersFor(long size, long small, long large) const
  */
 bool Bench::tightCase(const Layout &l, be::TightCase &c) const
 {
-	if (o_.test != Test::Latency || o_.verify || opsPerStep() != 1)
+	if (o_.test != Test::Latency || o_.verify || opsPerStep() != 1 || o_.sync == Sync::Pscw)
 		return false;
-	switch (o_.sync) {
-	case Sync::Flush:
-		c.sync = be::TightSync::Flush;
-		break;
-	case Sync::FlushLocal:
-		c.sync = be::TightSync::FlushLocal;
-		break;
-	case Sync::Lock:
-		c.sync = o_.exclusive ? be::TightSync::LockExclusive : be::TightSync::Lock;
-		break;
-	case Sync::LockAll:
-		c.sync = be::TightSync::LockAll;
-		break;
-	case Sync::Fence:
-		c.sync = be::TightSync::Fence;
-		break;
-	case Sync::Pscw:
-		return false;
-	}
+	/* By Sync: Fence, Pscw (refused above), Lock, LockAll, Flush, FlushLocal. */
+	static constexpr be::TightSync kSyncs[] = { be::TightSync::Fence, be::TightSync::Fence,
+						    be::TightSync::Lock,  be::TightSync::LockAll,
+						    be::TightSync::Flush, be::TightSync::FlushLocal };
+	c.sync = o_.sync == Sync::Lock && o_.exclusive ? be::TightSync::LockExclusive
+							: kSyncs[static_cast<int>(o_.sync)];
+	/* By Operation: Put, Get, Acc, GetAcc, Fop, Cas. */
 	static constexpr be::TightOp kOps[] = { be::TightOp::Put, be::TightOp::Get,	be::TightOp::Acc,
 						be::TightOp::GetAcc, be::TightOp::Fop, be::TightOp::Cas };
 	/* A fence's ranks that are not origins take part in each fence with no operation (step()). */
