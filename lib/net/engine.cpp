@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/spin_wait.h"
 #include "error/error.h"
 #include "net/le.h"
 
@@ -870,8 +871,16 @@ void Engine::serveLoop()
 			sched_yield();
 			continue;
 		}
-		if (now - lastActive > spinNs)
-			loop.wait(100'000'000);
+		if (now - lastActive > spinNs) {
+			/* Relaxed: a statistic. */
+			serverWaits_.fetch_add(1, std::memory_order_relaxed);
+			/* What woke it is traffic too: spin again after it, or every later frame pays a wake-up. */
+			if (loop.wait(100'000'000) > 0)
+				lastActive = nowNs();
+		} else if (events == 0 && SpinWait::oversubscribed()) {
+			/* More threads than CPUs on this host: a rank may need this CPU to send what we wait for. */
+			sched_yield();
+		}
 	}
 }
 
@@ -894,11 +903,12 @@ void Engine::stop()
 		const NetLoopStats &st = loopOwner_->stats();
 		std::fprintf(stderr,
 			     "librma: rank %d's server (%s): %llu sends, %llu zero-copy (%llu notifications, %llu "
-			     "reported copied), %llu short, %llu bytes out\n",
+			     "reported copied), %llu short, %llu bytes out, %llu passes, %llu parks\n",
 			     config_.rank, backend_.c_str(), static_cast<unsigned long long>(st.sends),
 			     static_cast<unsigned long long>(st.zcSends), static_cast<unsigned long long>(st.zcNotifs),
 			     static_cast<unsigned long long>(st.zcCopied), static_cast<unsigned long long>(st.shortSends),
-			     static_cast<unsigned long long>(st.bytesOut));
+			     static_cast<unsigned long long>(st.bytesOut), static_cast<unsigned long long>(st.passes),
+			     static_cast<unsigned long long>(st.parks));
 	}
 	if (config_.verbose && !links_.empty()) {
 		uint64_t direct = 0;

@@ -281,6 +281,11 @@ public:
 	std::string address() const;
 	/* "io_uring: ..." or "poll: ..." once the server thread runs, else "". */
 	std::string serverBackend() const;
+	/*
+	 * How many times the server thread has stopped polling to wait in its
+	 * loop (RMA_NET_SPIN_US after its last frame). Any thread; relaxed.
+	 */
+	uint64_t serverWaits() const { return serverWaits_.load(std::memory_order_relaxed); }
 
 	/*
 	 * A window that spans hosts: its frames go to @service from now on,
@@ -347,6 +352,7 @@ private:
 	std::thread acceptor_;
 	std::thread server_;
 	std::atomic<bool> stopping_{ false };
+	std::atomic<uint64_t> serverWaits_{ 0 }; /* written by the server thread only */
 	std::atomic<bool> serverUp_{ false };
 	std::mutex incomingLock_;
 	struct Incoming {

@@ -192,13 +192,13 @@ std::vector<uint8_t> getFrame(uint64_t seq, uint64_t disp, std::size_t bytes)
 }
 
 /* Rank @rank of a job of two ranks on two "hosts", listening on loopback. */
-EngineConfig loopbackConfig(int rank)
+EngineConfig loopbackConfig(int rank, int spinUs = 50)
 {
 	EngineConfig c;
 	c.hostOf = { 0, 1 };
 	c.interface = "127.0.0.1";
 	c.timeoutMs = 2000;
-	c.spinUs = 50;
+	c.spinUs = spinUs;
 	c.rank = rank;
 	return c;
 }
@@ -210,7 +210,7 @@ protected:
 	{
 		EndpointCard cards[2];
 		for (int r = 0; r < 2; ++r) {
-			auto e = Engine::listen(loopbackConfig(r), cards[r]);
+			auto e = Engine::listen(loopbackConfig(r, spinUs_), cards[r]);
 			ASSERT_TRUE(e) << errorMessage(e.code());
 			engines_[r] = std::move(e.value());
 		}
@@ -293,6 +293,7 @@ protected:
 		return server_.lost_.load() == 0;
 	}
 
+	int spinUs_ = 50; /* RMA_NET_SPIN_US of both engines */
 	std::unique_ptr<Engine> engines_[2];
 	FakeWindow server_, origin_;
 	EndpointCard peer_;
@@ -316,6 +317,42 @@ TEST_F(EngineTest, AuthenticatedRequestsAreAppliedInOrderAndAnswered)
 	EXPECT_EQ(server_.puts(), 100);
 	EXPECT_EQ(server_.at(8), 99);
 	EXPECT_FALSE(engines_[1]->serverBackend().empty());
+}
+
+/* Engines whose server polls for half a second after its last frame. */
+class EngineSpinTest : public EngineTest
+{
+protected:
+	void SetUp() override
+	{
+		spinUs_ = 500'000;
+		EngineTest::SetUp();
+	}
+};
+
+/*
+ * A server that parked and was woken by a frame polls again for
+ * RMA_NET_SPIN_US: the round trips that follow find it awake. (It used to
+ * park again after every frame once it had parked the first time, so every
+ * later request paid a wake-up.)
+ */
+TEST_F(EngineSpinTest, AServerWokenByAFrameSpinsAgain)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	ASSERT_TRUE(flushed(l));
+	/* Idle for longer than the spin: it parks. */
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (engines_[1]->serverWaits() == 0 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+	const uint64_t parked = engines_[1]->serverWaits();
+	ASSERT_GE(parked, 1u);
+	/* Ten round trips, each well within the spin of the one before. */
+	for (int i = 0; i < 10; ++i)
+		ASSERT_TRUE(flushed(l));
+	/* The first woke it; the others found it polling (one more wait: slack for a stalled machine). */
+	EXPECT_LE(engines_[1]->serverWaits() - parked, 1u);
 }
 
 TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
