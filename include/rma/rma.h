@@ -1373,6 +1373,14 @@ RMA_API int rma_win_test(rma_win win, int *flag);
  *        returns once the lock is held (immediately with RMA_MODE_NOCHECK,
  *        which asserts that no conflicting lock is or will be requested).
  *
+ * A target on another host (a window that spans hosts) is locked lazily, as
+ * MPI allows: the call queues the request and returns; the epoch's
+ * operations follow it, and that host applies none of them before the lock
+ * is granted. So lock, operations and unlock take one round trip. A
+ * refusal (a process that held or waited for the lock died) is reported by
+ * the next call that waits for that host (flush, unlock, a get's
+ * completion), and the epoch's operations are refused with it.
+ *
  * Several targets may be locked at once; one target only once.
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_LOCKTYPE; RMA_ERR_RANK;
  *         RMA_ERR_ASSERT; RMA_ERR_RMA_SYNC if @p rank is already locked by

@@ -127,6 +127,14 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body,
 			      uint64_t &seq, bool noOrigin, std::span<const uint8_t> data)
 {
+	if (s.lockSeq > s.acked) {
+		/* Behind a LOCK not granted yet: its server holds these frames in memory until the grant. */
+		s.behindLock += net::kHeaderBytes + body.size() + data.size();
+		if (s.behindLock > kBehindLockBytes) {
+			RMA_TRY(waitAck("rma_win_lock (its grant, before more operations)", s, s.lockSeq, true));
+			s.behindLock = 0;
+		}
+	}
 	seq = s.link->nextSeq();
 	net::FrameHeader h;
 	h.kind = static_cast<uint16_t>(kind);
@@ -151,24 +159,44 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 	const int timeoutMs = net::engine()->config().timeoutMs;
 	int64_t start = 0;
 	uint64_t seen = s.link->received();
-	if (int rc = s.link->push(); rc != RMA_SUCCESS && !s.error)
-		s.error = rc;
-	for (SpinWait wait; s.acked < seq && !s.error; wait.once()) {
-		if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
+	/*
+	 * Until @seq is answered, or the link is lost or silent too long. A
+	 * refusal (NACK) of an earlier request does not end the wait: the
+	 * answers between it and @seq are read here too, so none of them is
+	 * left to be taken for a new error at the next wait.
+	 */
+	bool lost = false;
+	if (int rc = s.link->push(); rc != RMA_SUCCESS) {
+		if (!s.error)
 			s.error = rc;
-		if (s.acked >= seq || s.error)
+		lost = true;
+	}
+	for (SpinWait wait; s.acked < seq && !lost; wait.once()) {
+		if (int rc = s.link->pump(); rc != RMA_SUCCESS) {
+			if (!s.error)
+				s.error = rc;
+			break;
+		}
+		if (s.acked >= seq)
 			break;
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0xff) != 0)
 			continue;
 		const int64_t now = nowMs();
-		/* The timeout counts silence, not work: replies still streaming in (a window of gets) restart it. */
+		/*
+		 * The timeout counts silence, not work: replies still streaming in
+		 * (a window of gets) restart it. A LOCK not answered yet may be
+		 * parked behind another holder: no timeout until it is.
+		 */
 		if (!start || s.link->received() != seen) {
 			start = now;
 			seen = s.link->received();
-		} else if (!noTimeout && now - start > timeoutMs)
-			s.error = makeError(RMA_ERR_PROC_FAILED,
-					    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)", s.server,
-					    timeoutMs);
+		} else if (!noTimeout && s.acked >= s.lockSeq && now - start > timeoutMs) {
+			if (!s.error)
+				s.error = makeError(RMA_ERR_PROC_FAILED,
+						    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
+						    s.server, timeoutMs);
+			lost = true;
+		}
 	}
 	if (s.error) {
 		int rc = s.error;
@@ -391,9 +419,19 @@ int RemoteWindow::lock(const char *call, int target, bool exclusive)
 	net::le::store<uint32_t>(body, exclusive ? RMA_LOCK_EXCLUSIVE : RMA_LOCK_SHARED);
 	net::le::store<uint32_t>(body + 4, 0);
 	uint64_t seq = 0;
-	RMA_TRY(sendRequest(*s.value(), FrameKind::Lock, worldTarget(target), body, seq));
-	/* A held lock may take any time to come: no timeout (a dead host is the fault detector's). */
-	return waitAck(call, *s.value(), seq, true);
+	Stream &st = *s.value();
+	RMA_TRY(sendRequest(st, FrameKind::Lock, worldTarget(target), body, seq));
+	/*
+	 * Not waited for (MPI allows lock to return before the lock is held):
+	 * the epoch's operations follow the LOCK on the stream, and its server
+	 * applies nothing behind it before the grant. Lock, operations and
+	 * unlock then cost one round trip, not three; a refusal is reported at
+	 * the next wait (flush, unlock, a get's completion).
+	 */
+	st.lockSeq = seq;
+	st.behindLock = 0;
+	(void)call;
+	return RMA_SUCCESS;
 }
 
 int RemoteWindow::unlock(const char *call, int target, bool)
@@ -927,6 +965,7 @@ void RemoteWindow::onOriginLost(uint32_t rank) noexcept
 		win_.globalLocks_->word.fetch_sub(held.lockAll * lockword::kLockAll, std::memory_order_release);
 	held.lockAll = 0;
 	held.watch = GrantWatch();
+	held.refused.clear();
 }
 
 void RemoteWindow::noteExclusiveWait(int origin, int target, bool waiting)
@@ -1028,6 +1067,23 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 			}
 			reply.nack(RMA_ERR_PROC_FAILED, static_cast<uint64_t>(f.header.target));
 			return true;
+		}
+	}
+	if (origin >= 0 && (touches || kind == FrameKind::Unlock)) [[likely]] {
+		std::vector<HeldLocks::Refused> &refused = held_[static_cast<std::size_t>(origin)].refused;
+		if (!refused.empty()) [[unlikely]] {
+			/* The origin's lock on t was refused: its epoch's operations are too, and UNLOCK ends that. */
+			auto it = std::find_if(refused.begin(), refused.end(),
+					       [t](const HeldLocks::Refused &r) { return r.target == t; });
+			if (it != refused.end()) {
+				const uint32_t dead = it->dead;
+				if (kind == FrameKind::Unlock || kind == FrameKind::Lock)
+					refused.erase(it);
+				if (kind != FrameKind::Lock) {
+					reply.nack(RMA_ERR_PROC_FAILED, dead);
+					return true;
+				}
+			}
 		}
 	}
 	switch (kind) {
@@ -1183,6 +1239,8 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 			if (int dead = deadLocalBlocker(exclusive); dead >= 0) [[unlikely]] {
 				noteExclusiveWait(origin, t, false);
 				held.watch = GrantWatch();
+				/* Its operations behind the LOCK are refused too, until its UNLOCK. */
+				held.refused.push_back({ t, static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(dead)]) });
 				refuseDead(reply, dead);
 				return true;
 			}

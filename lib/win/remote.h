@@ -183,7 +183,17 @@ private:
 		uint64_t probe = 0;    /* seq of the last liveness probe (a FLUSH naming a target) */
 		int64_t probedMs = 0;  /* when it was sent */
 		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
+		/*
+		 * The last LOCK sent (lock() does not wait for its grant): until
+		 * it is answered, waits on this stream do not time out (it may
+		 * be parked behind another holder for any time; a dead host is
+		 * the keepalive's), and at most kBehindLockBytes of frames queue
+		 * behind it (its server keeps them, parked, until the grant).
+		 */
+		uint64_t lockSeq = 0;
+		std::size_t behindLock = 0; /* bytes of frames sent after it */
 	};
+	static constexpr std::size_t kBehindLockBytes = std::size_t{ 1 } << 20;
 	Result<Stream *> stream(const char *call, int target);
 	/* The stream a reply with header @h belongs to (nullptr: none). */
 	Stream *replyStream(const net::FrameHeader &h) noexcept;
@@ -263,6 +273,18 @@ private:
 		std::vector<int32_t> waitingExclusive;
 		/* Its parked shared LOCK or LOCK_ALL giving way to exclusive lockers (phase-fair); reset at each grant. */
 		GrantWatch watch;
+		/*
+		 * Targets whose LOCK from this origin was refused (a dead process
+		 * of this host held or waited for what blocked it), with that
+		 * process's world rank: the origin sent its epoch's operations
+		 * behind the LOCK without waiting for the grant, so they are
+		 * refused too, until its UNLOCK. At most one entry per target.
+		 */
+		struct Refused {
+			int32_t target;
+			uint32_t dead;
+		};
+		std::vector<Refused> refused;
 	};
 	std::vector<HeldLocks> held_; /* by origin window rank */
 	/* Count @origin as an exclusive locker waiting for @target (@waiting), or no longer; idempotent. */

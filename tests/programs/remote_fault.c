@@ -34,8 +34,9 @@
  * own host, and an origin on another host asking for that lock. The
  * layout of "deadtarget"; rank 2 locks rank 0 exclusively, puts, flushes and
  * is killed holding the lock; rank 1 then asks for an exclusive lock on rank
- * 0, whose host's server parks the request. The server must refuse it
- * (RMA_ERR_PROC_FAILED naming rank 2), not park it for ever.
+ * 0 and puts and flushes there; rank 0's host's server parks the request.
+ * The server must refuse it and the put behind it (RMA_ERR_PROC_FAILED
+ * naming rank 2, at the flush or the unlock), not park it for ever.
  *
  * With "deadunlock": an unlock_all that reports a dead rank must still give
  * back the other hosts' parts of the lock_all. The layout of "deadtarget";
@@ -265,7 +266,7 @@ static int deadTarget(rma_win win, long *base, int me, const char *dir)
 }
 
 /* The dead-holder case ("deadholder"): see the top of the file. */
-static int deadHolder(rma_win win, int me, const char *dir)
+static int deadHolder(rma_win win, long *base, int me, const char *dir)
 {
 	if (me == 2) {
 		long v = 2002;
@@ -286,18 +287,27 @@ static int deadHolder(rma_win win, int me, const char *dir)
 	if (me == 0) {
 		/* Serve until rank 1 is through. */
 		waitFile(dir, "done");
-		report("served");
+		/* Rank 2's put, not rank 1's: the refused lock's put was refused too. */
+		report("served, holds %ld", base[0]);
 		return 0;
 	}
 	waitFile(dir, "dying");
 	const double start = nowMs();
+	/* A lock on another host's rank is granted lazily: the refusal may come at the put's flush or the unlock. */
+	long v = 1001;
 	int rc = rma_win_lock(RMA_LOCK_EXCLUSIVE, 0, 0, win);
 	if (rc == RMA_SUCCESS) {
-		report("granted the lock that dead rank 2 holds");
-		rma_win_unlock(0, win);
-	} else {
-		describe(rc, start);
+		rc = rma_put(&v, 1, RMA_LONG, 0, 0, 1, RMA_LONG, win);
+		if (rc == RMA_SUCCESS)
+			rc = rma_win_flush(0, win);
+		int unlocked = rma_win_unlock(0, win);
+		if (rc == RMA_SUCCESS)
+			rc = unlocked;
 	}
+	if (rc == RMA_SUCCESS)
+		report("granted the lock that dead rank 2 holds");
+	else
+		describe(rc, start);
 	signalFile(dir, "done");
 	return 0;
 }
@@ -390,7 +400,7 @@ int main(int argc, char **argv)
 		return 1;
 	int rc = !kind				    ? cutMidEpoch(win, me, argv[2])
 		 : strcmp(kind, "deadtarget") == 0 ? deadTarget(win, base, me, argv[1])
-		 : strcmp(kind, "deadholder") == 0 ? deadHolder(win, me, argv[1])
+		 : strcmp(kind, "deadholder") == 0 ? deadHolder(win, base, me, argv[1])
 		 : strcmp(kind, "deadunlock") == 0 ? deadUnlock(win, base, me, argv[1])
 						    : lostLockHolder(win, me, argv[1], argv[2], kind);
 	if (rc != 0)

@@ -113,6 +113,7 @@ enum { FLAVOR_ALLOCATE, FLAVOR_CREATE, FLAVORS };
 static const char *const flavorNames[FLAVORS] = { "allocate", "create" };
 
 static int g_rank = -1, g_size = 0, g_iters = 10;
+static int g_remoteRanks; /* ranks on other hosts than this one */
 static int g_flavor = FLAVOR_ALLOCATE;
 static char g_case[96] = "init";
 static char g_prefix[64] = "remote_rma: rank ?";
@@ -861,6 +862,72 @@ static void caseLockAllVsExclusive(window *w)
 }
 
 /* Every rank holds a shared lock on every rank at once and reads its data. */
+/*
+ * A lock held for longer than the silence bound (RMA_NET_TIMEOUT_MS) while
+ * others ask for it: the last rank takes an exclusive lock on itself,
+ * writes a marker, holds it (allocate flavor: past the bound) and writes a
+ * second marker before it unlocks. Every other rank locks it exclusively,
+ * which for another host's origin returns before the grant, and sends
+ * into its own slot either more than the transport keeps behind a LOCK not
+ * granted (even ranks: PARKED_PIECES x PARKED_PIECE bytes) or one piece (odd
+ * ranks: their unlock is the first wait), reads the marker and unlocks.
+ * Nothing may time out, every put must land whole, and each origin must
+ * read the second marker: nothing of its epoch ran before the grant.
+ */
+#define PARKED_PIECE (64 * 1024)
+#define PARKED_PIECES 24
+static int parkedPieces(int origin)
+{
+	return origin % 2 == 0 ? PARKED_PIECES : 1;
+}
+static void caseLockParked(window *w, int round)
+{
+	beginCase("lock_parked");
+	const int n = g_size, me = g_rank, t = g_size - 1;
+	const int64_t first = 1000 + round, second = 2000 + round;
+	memset(w->base, SENT, w->bytes);
+	barrierWith(w);
+	if (me == t) {
+		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, t, 0, w->win));
+		CALL(rma_put(&first, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_flush(t, w->win));
+		barrier(); /* held: the others ask now */
+		const char *bound = getenv("RMA_NET_TIMEOUT_MS");
+		long holdMs = g_flavor == FLAVOR_ALLOCATE && g_remoteRanks ? (bound ? atol(bound) : 3000) + 500 : 200;
+		usleep((useconds_t)holdMs * 1000);
+		CALL(rma_put(&second, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_unlock(t, w->win));
+	} else {
+		unsigned char *src = xmalloc((size_t)PARKED_PIECES * PARKED_PIECE);
+		for (int k = 0; k < PARKED_PIECES; ++k)
+			fillPattern(src + (size_t)k * PARKED_PIECE, PARKED_PIECE, me, t, round + k);
+		barrier();
+		int64_t seen = -1;
+		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, t, 0, w->win));
+		for (int k = 0; k < parkedPieces(me); ++k)
+			CALL(rma_put(src + (size_t)k * PARKED_PIECE, PARKED_PIECE, RMA_BYTE, t,
+				     (rma_aint)(64 + (size_t)me * PARKED_PIECE), PARKED_PIECE, RMA_BYTE, w->win));
+		CALL(rma_get(&seen, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, w->win));
+		CALL(rma_win_unlock(t, w->win));
+		if (seen != second)
+			fail("read %lld at rank %d under an exclusive lock: expected %lld, the holder's last write (%s)",
+			     (long long)seen, t, (long long)second,
+			     seen == first ? "this epoch ran while the holder still held the lock" : "lost");
+		free(src);
+	}
+	barrierWith(w);
+	if (me == t) {
+		char what[128];
+		for (int o = 0; o < n - 1; ++o) {
+			snprintf(what, sizeof what, "last piece put by rank %d behind its lock", o);
+			checkPattern(what, w->base + 64 + (size_t)o * PARKED_PIECE, PARKED_PIECE, o, t,
+				     round + parkedPieces(o) - 1);
+		}
+	}
+	caseOk();
+	barrierWith(w);
+}
+
 static void caseLockShared(window *w, int round)
 {
 	beginCase("lock_shared_get");
@@ -1394,6 +1461,7 @@ static void sayWhere(void)
 	rankList(local, nl, localText, sizeof localText);
 	rankList(remote, nr, remoteText, sizeof remoteText);
 	say("%s of %d on host %s: local ranks %s; remote ranks %s", g_prefix, g_size, host, localText, remoteText);
+	g_remoteRanks = nr;
 	free(all);
 	free(inNode);
 	free(local);
@@ -1454,6 +1522,7 @@ int main(int argc, char **argv)
 		window *acc = makeWindow(16 + ACC_INTS * 4, 1);
 		window *pscw = makeWindow((size_t)n * round64(PSCW_SIZE), 1);
 		window *addrs = makeWindow((size_t)n * 8, 1);
+		window *parked = makeWindow(64 + (size_t)n * PARKED_PIECE, 1);
 		caseOk();
 
 		casePut(xfer, 8, "put_8", base + 1);
@@ -1466,6 +1535,7 @@ int main(int argc, char **argv)
 		caseLockExclusive(locks);
 		caseLockAllVsExclusive(locks);
 		caseLockShared(shared, base + 9);
+		caseLockParked(parked, base + 80);
 		caseFence(fence, base + 10);
 		caseFlushLocal(flushLocal, base + 20);
 		caseMixed(mixed, base + 30);
