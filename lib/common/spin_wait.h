@@ -29,6 +29,16 @@ public:
 	static constexpr unsigned kTightPolls = 256;
 	static constexpr unsigned kSpins = 4096;
 
+	SpinWait() = default;
+	SpinWait(const SpinWait &) = delete;
+	SpinWait &operator=(const SpinWait &) = delete;
+	~SpinWait()
+	{
+		if (yielding_)
+			/* Relaxed: a hint (see yieldingHere()). */
+			yieldingWaits().fetch_sub(1, std::memory_order_relaxed);
+	}
+
 	/* One unit of waiting: nothing at first, then a pause, then a yield. */
 	void once()
 	{
@@ -40,9 +50,22 @@ public:
 			cpuRelax();
 		} else {
 			++count_;
+			if (!yielding_) {
+				yielding_ = true;
+				/* Relaxed: a hint (see yieldingHere()). */
+				yieldingWaits().fetch_add(1, std::memory_order_relaxed);
+			}
 			sched_yield();
 		}
 	}
+
+	/*
+	 * Whether a thread of this process is in a wait that yields its CPU
+	 * now. A helper thread that polls (the inter-host server) may yield to
+	 * such a waiter, which gives the CPU back soon; yielding to a rank that
+	 * computes instead would cost it a whole time slice. Relaxed: a hint.
+	 */
+	static bool yieldingHere() { return yieldingWaits().load(std::memory_order_relaxed) != 0; }
 
 	/*
 	 * More runnable ranks (and agents) than CPUs on this host: yield after
@@ -64,7 +87,13 @@ private:
 		static std::atomic<unsigned> limit{ kSpins };
 		return limit;
 	}
+	static std::atomic<int> &yieldingWaits()
+	{
+		static std::atomic<int> waits{ 0 };
+		return waits;
+	}
 	unsigned count_ = 0;
+	bool yielding_ = false;
 };
 
 } /* namespace librma */

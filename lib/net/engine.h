@@ -286,6 +286,12 @@ public:
 	 * loop (RMA_NET_SPIN_US after its last frame). Any thread; relaxed.
 	 */
 	uint64_t serverWaits() const { return serverWaits_.load(std::memory_order_relaxed); }
+	/*
+	 * How many idle passes of the server thread gave up the CPU (only when
+	 * the host is oversubscribed and a thread of this process waits in
+	 * librma, yielding: SpinWait::yieldingHere()). Any thread; relaxed.
+	 */
+	uint64_t serverYields() const { return serverYields_.load(std::memory_order_relaxed); }
 
 	/*
 	 * A window that spans hosts: its frames go to @service from now on,
@@ -352,7 +358,8 @@ private:
 	std::thread acceptor_;
 	std::thread server_;
 	std::atomic<bool> stopping_{ false };
-	std::atomic<uint64_t> serverWaits_{ 0 }; /* written by the server thread only */
+	std::atomic<uint64_t> serverWaits_{ 0 };  /* written by the server thread only */
+	std::atomic<uint64_t> serverYields_{ 0 }; /* written by the server thread only */
 	std::atomic<bool> serverUp_{ false };
 	std::mutex incomingLock_;
 	struct Incoming {

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "error/error.h"
+#include "common/spin_wait.h"
 #include "net/engine.h"
 #include "net/le.h"
 
@@ -353,6 +354,46 @@ TEST_F(EngineSpinTest, AServerWokenByAFrameSpinsAgain)
 		ASSERT_TRUE(flushed(l));
 	/* The first woke it; the others found it polling (one more wait: slack for a stalled machine). */
 	EXPECT_LE(engines_[1]->serverWaits() - parked, 1u);
+}
+
+/*
+ * On an oversubscribed host the server's idle passes yield the CPU only
+ * while a thread of its process waits in librma and yields too (it gives
+ * the CPU back soon); never to a rank that computes, which would keep it
+ * for a whole time slice.
+ */
+TEST_F(EngineTest, AnOversubscribedServerYieldsOnlyToAWaitThatYields)
+{
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	const bool was = SpinWait::oversubscribed();
+	SpinWait::setOversubscribed(true);
+	ASSERT_FALSE(SpinWait::yieldingHere());
+	const uint64_t before = engines_[1]->serverYields();
+	for (int i = 0; i < 20; ++i)
+		ASSERT_TRUE(flushed(l));
+	/* Nothing of this process waits in librma: the server never yielded. */
+	EXPECT_EQ(engines_[1]->serverYields(), before);
+
+	std::atomic<bool> stop{ false };
+	std::thread waiter([&stop] {
+		for (SpinWait wait; !stop.load(std::memory_order_relaxed); wait.once()) {
+		}
+	});
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (!SpinWait::yieldingHere() && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	EXPECT_TRUE(SpinWait::yieldingHere());
+	/* Traffic, with idle passes between: now they yield. */
+	while (engines_[1]->serverYields() == before && std::chrono::steady_clock::now() < end)
+		ASSERT_TRUE(flushed(l));
+	EXPECT_GT(engines_[1]->serverYields(), before);
+	stop = true;
+	waiter.join();
+	/* The wait is over: the hint is gone with it. */
+	EXPECT_FALSE(SpinWait::yieldingHere());
+	SpinWait::setOversubscribed(was);
 }
 
 TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
