@@ -9,7 +9,9 @@
 #
 # Rows (µs, lower is better; MB/s for bandwidth): the raw busy-polled 16-byte
 # TCP round trip (bench/tcp_pingpong), librma's rmabench put/get/acc/fop/cas
-# latency, lock, fence and put_bw at 1 MiB (each run as a rank under
+# latency, lock, lock exclusive + put + unlock, fence, a truly passive
+# target (librma only: MPICH cannot progress one) and put_bw/get_bw at 1 MiB
+# (each run as a rank under
 # mpirun.openmpi, 1 rank per host), MPICH's rmabench-mpich for the same tests
 # (hydra with the harness's nsagent as its ssh, UCX_TLS=tcp) when it is built,
 # and iperf3 when it is installed. Measure on a quiet machine: other spinning
@@ -58,6 +60,15 @@ while [ $r -lt "$rounds" ]; do
 		v=$(rmabench_median "$out/run.txt" $size)
 		[ -n "$v" ] && value "librma_$t" "$v"
 	done
+	# lock exclusive + put + unlock; a truly passive target (it computes, never calling librma)
+	"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" put_latency \
+		--sync lock --exclusive --max-size 8 >"$out/run.txt" 2>&1
+	v=$(rmabench_median "$out/run.txt" 8)
+	[ -n "$v" ] && value librma_lock_put "$v"
+	"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" passive --size 8 \
+		>"$out/run.txt" 2>&1
+	v=$(rmabench_median "$out/run.txt" 8)
+	[ -n "$v" ] && value librma_passive "$v"
 	for t in put_bw get_bw; do
 		"$netns" run $prefix -- -np 2 --map-by node --bind-to none "$build/tools/rmabench" $t \
 			--min-size 1048576 --max-size 1048576 >"$out/run.txt" 2>&1
@@ -79,6 +90,12 @@ while [ $r -lt "$rounds" ]; do
 			v=$(rmabench_median "$out/run.txt" $size)
 			[ -n "$v" ] && value "mpich_$t" "$v"
 		done
+		ip netns exec $ns1 unshare --uts sh -c "hostname $ns1; timeout 120 mpiexec.mpich -launcher ssh \
+			-launcher-exec $tmp/$prefix/nsagent -hosts $h1,$h2 -iface eth0 -n 2 -ppn 1 \
+			-genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0 $build/tools/rmabench-mpich put_latency \
+			--sync lock --exclusive --max-size 8" >"$out/run.txt" 2>&1
+		v=$(rmabench_median "$out/run.txt" 8)
+		[ -n "$v" ] && value mpich_lock_put "$v"
 	fi
 	# iperf3
 	if command -v iperf3 >/dev/null; then
