@@ -1392,9 +1392,15 @@ RMA_API int rma_win_lock(int lock_type, int rank, int assert, rma_win win);
 
 /**
  * @brief Complete every operation to @p rank (at origin and target) and release its lock.
+ *
+ * For a target on another host, an error its host met applying an operation
+ * of the epoch (or refusing the lazy lock) is reported here if no earlier
+ * call reported it; the epoch ends all the same and the lock is released.
  * @return RMA_SUCCESS; RMA_ERR_WIN; RMA_ERR_RANK; RMA_ERR_RMA_SYNC if this
  *         process does not hold a lock on @p rank; RMA_ERR_PROC_FAILED if
- *         @p rank died (the epoch ends all the same).
+ *         @p rank died (the epoch ends all the same); another host's error
+ *         class for an operation it refused (e.g. RMA_ERR_RMA_RANGE outside a
+ *         dynamic window's attached memory).
  */
 RMA_API int rma_win_unlock(int rank, rma_win win);
 

@@ -436,13 +436,22 @@ int RemoteWindow::lock(const char *call, int target, bool exclusive)
 
 int RemoteWindow::unlock(const char *call, int target, bool)
 {
-	auto s = stream(call, target);
-	if (!s)
-		return s.code();
+	/*
+	 * A refusal not reported yet (an operation of the epoch, the lazy
+	 * LOCK itself) must not keep the UNLOCK from leaving: the server would
+	 * hold the lock for ever. The wait below reports it.
+	 */
+	Stream *st = streams_[hostOf_[static_cast<std::size_t>(target)]].get();
+	if (!st || !st->link || st->link->failed()) {
+		auto s = stream(call, target);
+		if (!s)
+			return s.code();
+		st = s.value();
+	}
 	uint64_t seq = 0;
 	/* UNLOCK is applied after everything before it: its ACK is the flush too. */
-	RMA_TRY(sendRequest(*s.value(), FrameKind::Unlock, worldTarget(target), {}, seq));
-	return waitAck(call, *s.value(), seq);
+	RMA_TRY(sendRequest(*st, FrameKind::Unlock, worldTarget(target), {}, seq));
+	return waitAck(call, *st, seq);
 }
 
 template<typename Fn>

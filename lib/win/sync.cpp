@@ -325,9 +325,13 @@ int Window::unlock(int target)
 	if (isRemote(target) && !(locks_[target] & kLockNoCheck)) {
 		/* UNLOCK is applied after everything sent before it: its ACK completes them too. */
 		if (int rc = remote_->unlock(kCall, target, locks_[target] & kLockExclusive); rc != RMA_SUCCESS) {
-			/* A lost host or a dead target ends the epoch all the same (as unlockFailed()); a refusal does not. */
-			if (errorClass(rc) != RMA_ERR_PROC_FAILED)
-				return rc;
+			/*
+			 * The epoch ends all the same: the UNLOCK was applied (an
+			 * error is an earlier frame's refusal, reported here), or the
+			 * host is lost and its server released what we held. Kept
+			 * open, it could never be closed: the server has nothing left
+			 * to unlock and would refuse every later UNLOCK.
+			 */
 			closeLock(target);
 			return rc;
 		}

@@ -1415,6 +1415,25 @@ static void caseDynamic(window *addrs, int round)
 		fail("a put past rank %d's attached region: expected RMA_ERR_RMA_RANGE (%d), got class %d", next,
 		     RMA_ERR_RMA_RANGE, cls);
 	CALL(rma_win_unlock(next, dw));
+	/*
+	 * The same put with no flush: another host refuses it at the unlock,
+	 * which must report it and still end the epoch (its server released
+	 * the lock); the rank can be locked again.
+	 */
+	CALL(rma_win_lock(RMA_LOCK_SHARED, next, 0, dw));
+	rc = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
+	int unlocked = rma_win_unlock(next, dw);
+	if (rc != RMA_SUCCESS && unlocked != RMA_SUCCESS)
+		fail("unlock after a put refused at once returned %d, expected RMA_SUCCESS", unlocked);
+	if (rc == RMA_SUCCESS)
+		rc = unlocked;
+	cls = -1;
+	rma_error_class(rc, &cls);
+	if (cls != RMA_ERR_RMA_RANGE)
+		fail("a put past rank %d's attached region, then unlock: expected RMA_ERR_RMA_RANGE (%d), got class %d",
+		     next, RMA_ERR_RMA_RANGE, cls);
+	CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, next, 0, dw));
+	CALL(rma_win_unlock(next, dw));
 	barrier();
 	CALL(rma_win_detach(dw, region));
 	CALL(rma_win_free(&dw));
