@@ -430,7 +430,6 @@ int RemoteWindow::lock(const char *call, int target, bool exclusive)
 	 */
 	st.lockSeq = seq;
 	st.behindLock = 0;
-	(void)call;
 	return RMA_SUCCESS;
 }
 
