@@ -433,33 +433,35 @@ int RemoteWindow::lock(const char *call, int target, bool exclusive)
 	return RMA_SUCCESS;
 }
 
-int RemoteWindow::unlock(const char *call, int target, bool)
+Result<RemoteWindow::Stream *> RemoteWindow::releaseStream(const char *call, int target)
 {
 	/*
-	 * A refusal not reported yet (an operation of the epoch, the lazy
-	 * LOCK itself) must not keep the UNLOCK from leaving: the server would
-	 * hold the lock for ever. The wait below reports it.
+	 * A refusal not reported yet (an operation of the epoch, a lazy LOCK)
+	 * must not keep a release from leaving: the server would hold the lock
+	 * for ever. The release's wait reports it.
 	 */
 	Stream *st = streams_[hostOf_[static_cast<std::size_t>(target)]].get();
-	if (!st || !st->link || st->link->failed()) {
-		auto s = stream(call, target);
-		if (!s)
-			return s.code();
-		st = s.value();
-	}
+	if (st && st->link && !st->link->failed())
+		return st;
+	return stream(call, target);
+}
+
+int RemoteWindow::unlock(const char *call, int target, bool)
+{
+	auto s = releaseStream(call, target);
+	if (!s)
+		return s.code();
 	uint64_t seq = 0;
 	/* UNLOCK is applied after everything before it: its ACK is the flush too. */
-	RMA_TRY(sendRequest(*st, FrameKind::Unlock, worldTarget(target), {}, seq));
-	return waitAck(call, *st, seq);
+	RMA_TRY(sendRequest(*s.value(), FrameKind::Unlock, worldTarget(target), {}, seq));
+	return waitAck(call, *s.value(), seq);
 }
 
 template<typename Fn>
 int RemoteWindow::forEachOtherHost(const char *call, Fn &&fn)
 {
 	for (int t = 0; t < win_.size(); ++t) {
-		/* Each other host once: through its server, a member of it. */
-		if (hostOf_[static_cast<std::size_t>(t)] == myHost_ ||
-		    serverOf_[static_cast<std::size_t>(t)] != worldOf_[static_cast<std::size_t>(t)])
+		if (!servesOtherHost(t))
 			continue;
 		auto s = stream(call, t);
 		if (!s)
@@ -566,18 +568,22 @@ int RemoteWindow::lockAll(const char *call)
 
 int RemoteWindow::unlockAll(const char *call)
 {
+	/* Every other host is released even if one fails (forEachOtherHost() would stop at the first). */
 	int first = RMA_SUCCESS;
-	int rc = forEachOtherHost(call, [&](Stream &s) {
+	for (int t = 0; t < win_.size(); ++t) {
+		if (!servesOtherHost(t))
+			continue;
+		auto s = releaseStream(call, t);
+		int one = s ? RMA_SUCCESS : s.code();
 		uint64_t seq = 0;
-		int one = sendRequest(s, FrameKind::UnlockAll, 0, {}, seq);
 		if (one == RMA_SUCCESS)
-			one = waitAck(call, s, seq);
-		/* Every host is released even if one fails. */
+			one = sendRequest(*s.value(), FrameKind::UnlockAll, 0, {}, seq);
+		if (one == RMA_SUCCESS)
+			one = waitAck(call, *s.value(), seq);
 		if (one != RMA_SUCCESS && first == RMA_SUCCESS)
 			first = one;
-		return RMA_SUCCESS;
-	});
-	return first != RMA_SUCCESS ? first : rc;
+	}
+	return first;
 }
 
 int RemoteWindow::fence(const char *call, uint64_t epoch)

@@ -195,6 +195,8 @@ private:
 	};
 	static constexpr std::size_t kBehindLockBytes = std::size_t{ 1 } << 20;
 	Result<Stream *> stream(const char *call, int target);
+	/* stream(), but a live link with a refusal pending is returned too: UNLOCK and UNLOCK_ALL must leave. */
+	Result<Stream *> releaseStream(const char *call, int target);
 	/* The stream a reply with header @h belongs to (nullptr: none). */
 	Stream *replyStream(const net::FrameHeader &h) noexcept;
 	/* The oldest get's reply has arrived at its destination: retire it (unpack a staged origin after its last piece). */
@@ -206,6 +208,12 @@ private:
 	 */
 	int sendRequest(Stream &s, net::FrameKind kind, uint32_t targetWorld, std::span<const uint8_t> body, uint64_t &seq,
 			bool noOrigin = false, std::span<const uint8_t> data = {});
+	/* Rank @t is another host's server: each other host once, through its server (a member of it). */
+	bool servesOtherHost(int t) const
+	{
+		return hostOf_[static_cast<std::size_t>(t)] != myHost_ &&
+		       serverOf_[static_cast<std::size_t>(t)] == worldOf_[static_cast<std::size_t>(t)];
+	}
 	/* @fn(Stream &) for the stream to each other host's server, in host order; stops at an error. */
 	template<typename Fn>
 	int forEachOtherHost(const char *call, Fn &&fn);

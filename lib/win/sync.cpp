@@ -481,15 +481,26 @@ int Window::unlockAll()
 			return rc;
 		}
 	}
-	if (int rc = completeAllAccumulates("rma_win_unlock_all", true); rc != RMA_SUCCESS) [[unlikely]]
+	/* Other hosts' targets: UNLOCK_ALL is applied after everything before it, and its ACK completes them. */
+	const bool remoteByUnlock = remote_ && !(lockAll_ & kLockNoCheck);
+	if (int rc = completeAllAccumulates("rma_win_unlock_all", !remoteByUnlock); rc != RMA_SUCCESS) [[unlikely]]
 		return unlockAllFailed(rc);
 	completeLocally();
 	int rc = RMA_SUCCESS;
 	if (!(lockAll_ & kLockNoCheck)) {
 		releaseGlobalLockAll();
 #ifdef RMA_HAVE_NET
-		if (remote_)
+		if (remote_) {
+			/*
+			 * The epoch ends whatever this reports (an operation another
+			 * host refused, a lost host): every host that answers has
+			 * released its part, and a lost one's server releases it.
+			 */
 			rc = remote_->unlockAll("rma_win_unlock_all");
+			for (int t = 0; t < size(); ++t)
+				if (isRemote(t))
+					accApplied_[t] = accIssued_[t];
+		}
 #endif
 	}
 	lockAll_ = 0;

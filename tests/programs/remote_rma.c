@@ -1434,6 +1434,27 @@ static void caseDynamic(window *addrs, int round)
 		     next, RMA_ERR_RMA_RANGE, cls);
 	CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, next, 0, dw));
 	CALL(rma_win_unlock(next, dw));
+	/* Under lock_all: unlock_all reports it, ends the epoch and gives back every host's part. */
+	barrier();
+	CALL(rma_win_lock_all(0, dw));
+	rc = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
+	unlocked = rma_win_unlock_all(dw);
+	if (rc != RMA_SUCCESS && unlocked != RMA_SUCCESS)
+		fail("unlock_all after a put refused at once returned %d, expected RMA_SUCCESS", unlocked);
+	if (rc == RMA_SUCCESS)
+		rc = unlocked;
+	cls = -1;
+	rma_error_class(rc, &cls);
+	if (cls != RMA_ERR_RMA_RANGE)
+		fail("a put past rank %d's attached region, then unlock_all: expected RMA_ERR_RMA_RANGE (%d), got "
+		     "class %d",
+		     next, RMA_ERR_RMA_RANGE, cls);
+	barrier();
+	/* Every part was given back: each rank can be locked exclusively (a kept part would hang here). */
+	for (int j = 0; j < n; ++j) {
+		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, (me + j) % n, 0, dw));
+		CALL(rma_win_unlock((me + j) % n, dw));
+	}
 	barrier();
 	CALL(rma_win_detach(dw, region));
 	CALL(rma_win_free(&dw));
