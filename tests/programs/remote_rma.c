@@ -1351,6 +1351,23 @@ static void casePscw(window *w, int round0)
  * address outside the attached region must fail (at the call, or for a
  * target on another host at the next flush) with RMA_ERR_RMA_RANGE.
  */
+/*
+ * A put past rank @next's attached region returned @put, and the unlock
+ * (@release names it) that ended its epoch @released: one of them must
+ * report RMA_ERR_RMA_RANGE (the put at once on this host, the release for
+ * another host), and a put refused at once leaves nothing for the release.
+ */
+static void expectRefusedAtRelease(const char *release, int put, int released, int next)
+{
+	if (put != RMA_SUCCESS && released != RMA_SUCCESS)
+		fail("%s after a put refused at once returned %d, expected RMA_SUCCESS", release, released);
+	int cls = -1;
+	rma_error_class(put != RMA_SUCCESS ? put : released, &cls);
+	if (cls != RMA_ERR_RMA_RANGE)
+		fail("a put past rank %d's attached region, then %s: expected RMA_ERR_RMA_RANGE (%d), got class %d",
+		     next, release, RMA_ERR_RMA_RANGE, cls);
+}
+
 static void caseDynamic(window *addrs, int round)
 {
 	beginCase("dynamic");
@@ -1422,33 +1439,14 @@ static void caseDynamic(window *addrs, int round)
 	 */
 	CALL(rma_win_lock(RMA_LOCK_SHARED, next, 0, dw));
 	rc = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
-	int unlocked = rma_win_unlock(next, dw);
-	if (rc != RMA_SUCCESS && unlocked != RMA_SUCCESS)
-		fail("unlock after a put refused at once returned %d, expected RMA_SUCCESS", unlocked);
-	if (rc == RMA_SUCCESS)
-		rc = unlocked;
-	cls = -1;
-	rma_error_class(rc, &cls);
-	if (cls != RMA_ERR_RMA_RANGE)
-		fail("a put past rank %d's attached region, then unlock: expected RMA_ERR_RMA_RANGE (%d), got class %d",
-		     next, RMA_ERR_RMA_RANGE, cls);
+	expectRefusedAtRelease("unlock", rc, rma_win_unlock(next, dw), next);
 	CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, next, 0, dw));
 	CALL(rma_win_unlock(next, dw));
 	/* Under lock_all: unlock_all reports it, ends the epoch and gives back every host's part. */
 	barrier();
 	CALL(rma_win_lock_all(0, dw));
 	rc = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
-	unlocked = rma_win_unlock_all(dw);
-	if (rc != RMA_SUCCESS && unlocked != RMA_SUCCESS)
-		fail("unlock_all after a put refused at once returned %d, expected RMA_SUCCESS", unlocked);
-	if (rc == RMA_SUCCESS)
-		rc = unlocked;
-	cls = -1;
-	rma_error_class(rc, &cls);
-	if (cls != RMA_ERR_RMA_RANGE)
-		fail("a put past rank %d's attached region, then unlock_all: expected RMA_ERR_RMA_RANGE (%d), got "
-		     "class %d",
-		     next, RMA_ERR_RMA_RANGE, cls);
+	expectRefusedAtRelease("unlock_all", rc, rma_win_unlock_all(dw), next);
 	barrier();
 	/* Every part was given back: each rank can be locked exclusively (a kept part would hang here). */
 	for (int j = 0; j < n; ++j) {
