@@ -367,7 +367,19 @@ TEST_F(EngineTest, AnOversubscribedServerYieldsOnlyToAWaitThatYields)
 	auto link = engines_[0]->link(1);
 	ASSERT_TRUE(link) << errorMessage(link.code());
 	Link &l = *link.value();
-	const bool was = SpinWait::oversubscribed();
+	/* Restored however the test ends, and the waiter below joined: a failed ASSERT returns early. */
+	struct Restore {
+		bool was = SpinWait::oversubscribed();
+		std::atomic<bool> stop{ false };
+		std::thread waiter;
+		~Restore()
+		{
+			stop = true;
+			if (waiter.joinable())
+				waiter.join();
+			SpinWait::setOversubscribed(was);
+		}
+	} restore;
 	SpinWait::setOversubscribed(true);
 	ASSERT_FALSE(SpinWait::yieldingHere());
 	const uint64_t before = engines_[1]->serverYields();
@@ -376,8 +388,8 @@ TEST_F(EngineTest, AnOversubscribedServerYieldsOnlyToAWaitThatYields)
 	/* Nothing of this process waits in librma: the server never yielded. */
 	EXPECT_EQ(engines_[1]->serverYields(), before);
 
-	std::atomic<bool> stop{ false };
-	std::thread waiter([&stop] {
+	std::atomic<bool> &stop = restore.stop;
+	restore.waiter = std::thread([&stop] {
 		for (SpinWait wait; !stop.load(std::memory_order_relaxed); wait.once()) {
 		}
 	});
@@ -390,10 +402,9 @@ TEST_F(EngineTest, AnOversubscribedServerYieldsOnlyToAWaitThatYields)
 		ASSERT_TRUE(flushed(l));
 	EXPECT_GT(engines_[1]->serverYields(), before);
 	stop = true;
-	waiter.join();
+	restore.waiter.join();
 	/* The wait is over: the hint is gone with it. */
 	EXPECT_FALSE(SpinWait::yieldingHere());
-	SpinWait::setOversubscribed(was);
 }
 
 TEST_F(EngineTest, ConnectionsWithoutTheKeyNeverReachAWindow)
