@@ -39,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -832,11 +833,18 @@ bool Bench::tightCase(const Layout &l, be::TightCase &c) const
 	static constexpr be::TightSync kSyncs[] = { be::TightSync::Fence, be::TightSync::Fence,
 						    be::TightSync::Lock,  be::TightSync::LockAll,
 						    be::TightSync::Flush, be::TightSync::FlushLocal };
+	static_assert(std::size(kSyncs) == static_cast<std::size_t>(Sync::FlushLocal) + 1 &&
+			      static_cast<int>(Sync::Fence) == 0 && static_cast<int>(Sync::Lock) == 2 &&
+			      static_cast<int>(Sync::Flush) == 4,
+		      "kSyncs follows enum Sync's order");
 	c.sync = o_.sync == Sync::Lock && o_.exclusive ? be::TightSync::LockExclusive
 							: kSyncs[static_cast<int>(o_.sync)];
 	/* By Operation: Put, Get, Acc, GetAcc, Fop, Cas. */
 	static constexpr be::TightOp kOps[] = { be::TightOp::Put, be::TightOp::Get,	be::TightOp::Acc,
 						be::TightOp::GetAcc, be::TightOp::Fop, be::TightOp::Cas };
+	static_assert(std::size(kOps) == static_cast<std::size_t>(Operation::Cas) + 1 &&
+			      static_cast<int>(Operation::Put) == 0 && static_cast<int>(Operation::Acc) == 2,
+		      "kOps follows enum Operation's order");
 	/* A fence's ranks that are not origins take part in each fence with no operation (step()). */
 	c.op = origin_ ? kOps[static_cast<int>(o_.op)] : be::TightOp::None;
 	c.origin = originBuf_.data();
