@@ -683,6 +683,12 @@ int startNetEngine(Comm &world)
 		config.verbose = !std::strcmp(v, "1");
 	if (const char *v = knobValue("RMA_NET_ZC_MIN"))
 		config.zcMinBytes = static_cast<uint32_t>(std::min<long>(std::atol(v), UINT32_MAX));
+	if (const char *v = knobValue("RMA_NET_BULK"))
+		config.bulkLinks = static_cast<uint32_t>(std::clamp(std::atol(v), 0L, 16L));
+	if (const char *v = knobValue("RMA_NET_FIXED_BUFFERS"))
+		config.fixedBuffers = std::strcmp(v, "0") != 0;
+	if (const char *v = knobValue("RMA_NET_BULK_MIN"))
+		config.bulkMinBytes = static_cast<uint64_t>(std::max(std::atoll(v), 1LL));
 	net::EndpointCard card;
 	auto e = net::Engine::listen(std::move(config), card);
 	if (!e)

@@ -205,11 +205,12 @@ int serverMac(const AuthKey &key, std::span<const uint8_t, kNonceBytes> nonceC,
 
 int clientMac(const AuthKey &key, std::span<const uint8_t, kNonceBytes> nonceS,
 	      std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
-	      std::array<uint8_t, kMacBytes> &out)
+	      std::array<uint8_t, kMacBytes> &out, uint32_t purpose)
 {
-	uint8_t who[8];
+	uint8_t who[12];
 	le::store<uint32_t>(who, clientLeader);
 	le::store<uint32_t>(who + 4, clientRank);
+	le::store<uint32_t>(who + 8, purpose);
 	const std::span<const uint8_t> parts[] = { bytesOf(kClientLabel), nonceS, nonceC, who };
 	return key.mac(parts, out);
 }
@@ -274,6 +275,7 @@ Result<Handshake> Handshake::client(const AuthKey &key, ClientConfig config, int
 	h.leader_ = config.leader;
 	h.rank_ = config.rank;
 	h.serverLeader_ = config.serverLeader;
+	h.purpose_ = config.purpose;
 	h.peerName_ = std::move(config.peer);
 	if (int rc = randomBytes(h.nonceMine_); rc != RMA_SUCCESS)
 		return Result<Handshake>::failure(rc);
@@ -337,6 +339,7 @@ Handshake &Handshake::operator=(Handshake &&other) noexcept
 	leader_ = other.leader_;
 	rank_ = other.rank_;
 	serverLeader_ = other.serverLeader_;
+	purpose_ = other.purpose_;
 	peerName_ = std::move(other.peerName_);
 	seen_ = other.seen_;
 	allowLeader_ = other.allowLeader_;
@@ -598,9 +601,9 @@ void Handshake::onChallenge(const ParsedFrame &f) noexcept
 
 	uint8_t body[kProofBody];
 	le::store<uint32_t>(body, rank_);
-	le::store<uint32_t>(body + 4, 0);
+	le::store<uint32_t>(body + 4, purpose_);
 	std::array<uint8_t, kMacBytes> macC;
-	if (int rc = clientMac(*key_, noncePeer_, nonceMine_, leader_, rank_, macC); rc != RMA_SUCCESS)
+	if (int rc = clientMac(*key_, noncePeer_, nonceMine_, leader_, rank_, macC, purpose_); rc != RMA_SUCCESS)
 		return fail(AuthError::Local, "computing macC: %s", errorMessage(rc).c_str());
 	std::memcpy(body + 8, macC.data(), kMacBytes);
 	OPENSSL_cleanse(macC.data(), macC.size());
@@ -614,9 +617,10 @@ void Handshake::onChallenge(const ParsedFrame &f) noexcept
 void Handshake::onProof(const ParsedFrame &f) noexcept
 {
 	const uint32_t rank = f.word0;
+	const uint32_t purpose = f.word1; /* parse() let only the known purposes through */
 	const uint8_t *macC = f.data.data();
 	std::array<uint8_t, kMacBytes> want;
-	if (int rc = clientMac(*key_, nonceMine_, noncePeer_, peer_.leader, rank, want); rc != RMA_SUCCESS)
+	if (int rc = clientMac(*key_, nonceMine_, noncePeer_, peer_.leader, rank, want, purpose); rc != RMA_SUCCESS)
 		return fail(AuthError::Local, "computing macC: %s", errorMessage(rc).c_str());
 	const bool good = CRYPTO_memcmp(want.data(), macC, kMacBytes) == 0;
 	OPENSSL_cleanse(want.data(), want.size());
@@ -632,6 +636,7 @@ void Handshake::onProof(const ParsedFrame &f) noexcept
 		return fail(AuthError::BadPeer, "PROOF for rank %u, which may not speak for leader %u's host", rank,
 			    peer_.leader);
 	peer_.rank = rank;
+	peer_.purpose = purpose;
 	queue(FrameKind::Ready, {});
 	if (state_ != AuthState::InProgress)
 		return;

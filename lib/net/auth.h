@@ -8,12 +8,12 @@
  *
  *   client -> server  HELLO     {version, clientLeader, jobHash, nonceC[32]}
  *   server -> client  CHALLENGE {nonceS[32], macS}
- *   client -> server  PROOF     {clientRank, 0, macC}
+ *   client -> server  PROOF     {clientRank, purpose, macC}
  *   server -> client  READY     {}
  *
  *   K    = HKDF-SHA256(ikm = secret, no salt, info = "librma net v1")
  *   macS = HMAC-SHA256(K, "librma-s" | nonceC | nonceS | serverLeader)
- *   macC = HMAC-SHA256(K, "librma-c" | nonceS | nonceC | clientLeader | clientRank)
+ *   macC = HMAC-SHA256(K, "librma-c" | nonceS | nonceC | clientLeader | clientRank | purpose)
  *
  * ("librma-s"/"librma-c" are their 8 ASCII bytes; leaders and ranks are
  * u32 little-endian.) The two labels keep a server's MAC from serving as a
@@ -125,7 +125,7 @@ int serverMac(const AuthKey &key, std::span<const uint8_t, kNonceBytes> nonceC,
 	      std::span<const uint8_t, kNonceBytes> nonceS, uint32_t serverLeader, std::array<uint8_t, kMacBytes> &out);
 int clientMac(const AuthKey &key, std::span<const uint8_t, kNonceBytes> nonceS,
 	      std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
-	      std::array<uint8_t, kMacBytes> &out);
+	      std::array<uint8_t, kMacBytes> &out, uint32_t purpose = kPurposeStream);
 
 /*
  * The client nonces a server saw last (a ring of @capacity; the oldest is
@@ -181,6 +181,7 @@ struct ClientConfig {
 	uint32_t leader = 0;	   /* this host's leader (HELLO) */
 	uint32_t rank = 0;	   /* this process's world rank (PROOF) */
 	uint32_t serverLeader = 0; /* the leader of the host being connected to (bound into macS) */
+	uint32_t purpose = kPurposeStream; /* what the connection carries (PROOF, bound into macC) */
 	int64_t stepTimeoutNs = kAuthStepTimeoutNs;
 	std::string peer;	   /* for messages: "10.77.0.2:4100", "rank 2's agent" */
 };
@@ -205,6 +206,7 @@ struct ServerConfig {
 struct AuthPeer {
 	uint32_t leader = 0; /* the peer host's leader */
 	uint32_t rank = 0;   /* client: the connecting rank; for a client, the server's leader again */
+	uint32_t purpose = kPurposeStream; /* what the client said the connection carries */
 };
 
 /*
@@ -330,6 +332,7 @@ private:
 	uint32_t leader_ = 0;
 	uint32_t rank_ = 0;
 	uint32_t serverLeader_ = 0;
+	uint32_t purpose_ = kPurposeStream;
 	std::string peerName_;
 	NonceCache *seen_ = nullptr;
 	bool (*allowLeader_)(const void *, uint32_t) noexcept = nullptr;

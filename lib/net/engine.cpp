@@ -238,9 +238,24 @@ void Replier::data(FrameKind kind, std::span<const uint8_t> bytes, bool last) no
 
 /* ---- Link (origin side) ------------------------------------------------------- */
 
-Link::Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost)
-	: engine_(engine), server_(server), fd_(std::move(fd)), peerHost_(peerHost), in_(256 << 10)
+Link::Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk)
+	: engine_(engine), server_(server), fd_(std::move(fd)), peerHost_(peerHost), bulk_(bulk), in_(bulk ? 4096 : 256 << 10)
 {
+}
+
+bool Link::onBulkReply(const ParsedFrame &f)
+{
+	/* A bulk connection's requests are PUTs and FLUSHes: the answers are ACKs and NACKs, in order. */
+	const auto kind = static_cast<FrameKind>(f.header.kind);
+	if (kind != FrameKind::Ack && kind != FrameKind::Nack)
+		return false;
+	if (kind == FrameKind::Nack && !refusal_)
+		refusal_ = makeError(static_cast<int>(f.word0), "rank %d's host refused a put of window %llu sent on a bulk "
+								 "connection (%s, detail %llu)",
+				     static_cast<int>(f.header.target), static_cast<unsigned long long>(f.header.window),
+				     className(static_cast<int>(f.word0)), static_cast<unsigned long long>(f.value));
+	acked_ = std::max(acked_, f.header.seq);
+	return true;
 }
 
 int Link::fail(int err, const char *what)
@@ -357,10 +372,18 @@ int Link::pump()
 						  /* A reply for a window freed since still answers its request. */
 						  if (r.verdict == Verdict::Ok || r.reason == Reason::UnknownWindow)
 							  answered(f.header.seq);
-						  if (r.verdict == Verdict::Ok) {
+						  if (r.verdict == Verdict::Ok && bulk_) {
+							  if (!onBulkReply(f))
+								  r.reason = Reason::UnknownKind;
+						  } else if (r.verdict == Verdict::Ok) {
 							  if (WindowService *s = engine_.findService(f.header.window))
 								  s->onReply(f);
-						  } else if (r.reason != Reason::UnknownWindow) {
+						  }
+						  if (r.reason == Reason::UnknownWindow) {
+							  /* ACK or NACK of a bulk request whose window is gone here: it was answered. */
+							  if (bulk_)
+								  acked_ = std::max(acked_, f.header.seq);
+						  } else if (r.verdict != Verdict::Ok || r.reason != Reason::None) {
 							  /* A reply that does not parse: the stream cannot be trusted. */
 							  std::fprintf(stderr, "librma: rank %d: dropping the connection to rank %d: %s\n",
 								       engine_.config().rank, server_,
@@ -379,8 +402,8 @@ int Link::pump()
 void Link::tryDirect(const ParseContext &ctx)
 {
 	const std::span<const uint8_t> held = assembler_.held();
-	if (held.size() < kHeaderBytes)
-		return;
+	if (bulk_ || held.size() < kHeaderBytes)
+		return; /* a bulk connection has no data replies */
 	const FrameHeader h = decodeHeader(held.data());
 	if ((h.kind != static_cast<uint16_t>(FrameKind::GetReply) && h.kind != static_cast<uint16_t>(FrameKind::AccReply)) ||
 	    h.bodyLen < kDirectBytes)
@@ -566,21 +589,17 @@ void Engine::unregisterWindow(uint64_t id)
 	windows_.erase(id);
 }
 
-Result<Link *> Engine::link(int server)
+Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t purpose)
 {
-	if (auto it = links_.find(server); it != links_.end()) {
-		if (it->second->failed())
-			return Result<Link *>::failure(it->second->error());
-		return it->second.get();
-	}
+	using Out = Result<std::unique_ptr<Link>>;
 	const EndpointCard &c = cards_[static_cast<std::size_t>(server)];
 	const std::string where = ipText(c.ipv4, c.port);
 	if (c.ipv4 == 0)
-		return Result<Link *>::failure(makeError(
-			RMA_ERR_PROC_FAILED, "rank %d cannot be reached: it could not listen at rma_init (RMA_NET_IF)", server));
+		return Out::failure(makeError(RMA_ERR_PROC_FAILED,
+					      "rank %d cannot be reached: it could not listen at rma_init (RMA_NET_IF)", server));
 	UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (!fd.isValid())
-		return Result<Link *>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "cannot make a socket to reach rank %d", server));
+		return Out::failure(makeErrnoError(RMA_ERR_INTERN, errno, "cannot make a socket to reach rank %d", server));
 	setNoDelay(fd.get());
 	setLiveness(fd.get(), config_.timeoutMs);
 	sockaddr_in a{};
@@ -588,15 +607,15 @@ Result<Link *> Engine::link(int server)
 	a.sin_addr.s_addr = c.ipv4;
 	a.sin_port = c.port;
 	if (connect(fd.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) < 0 && errno != EINPROGRESS)
-		return Result<Link *>::failure(makeErrnoError(RMA_ERR_PROC_FAILED, errno, "cannot connect to rank %d at %s", server,
-				      where.c_str()));
+		return Out::failure(makeErrnoError(RMA_ERR_PROC_FAILED, errno, "cannot connect to rank %d at %s", server,
+						   where.c_str()));
 	pollfd p{ fd.get(), POLLOUT, 0 };
 	int ready = ::poll(&p, 1, config_.timeoutMs);
 	int soError = 0;
 	socklen_t len = sizeof(soError);
 	if (ready <= 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soError, &len) < 0 || soError != 0)
-		return Result<Link *>::failure(makeErrnoError(RMA_ERR_PROC_FAILED, ready == 0 ? ETIMEDOUT : soError ? soError : errno,
-				      "cannot connect to rank %d at %s", server, where.c_str()));
+		return Out::failure(makeErrnoError(RMA_ERR_PROC_FAILED, ready == 0 ? ETIMEDOUT : soError ? soError : errno,
+						   "cannot connect to rank %d at %s", server, where.c_str()));
 	const uint32_t myHost = hostOf(config_.rank);
 	ClientConfig cc;
 	cc.jobHash = jobHash_;
@@ -604,14 +623,48 @@ Result<Link *> Engine::link(int server)
 	cc.leader = leaderOf(myHost);
 	cc.rank = static_cast<uint32_t>(config_.rank);
 	cc.serverLeader = leaderOf(hostOf(server));
+	cc.purpose = purpose;
 	cc.peer = "rank " + std::to_string(server) + " at " + where;
 	auto peer = authenticateClient(fd.get(), *key_, cc);
 	if (!peer)
-		return Result<Link *>::failure(peer.code());
+		return Out::failure(peer.code());
 	setNonBlocking(fd.get(), true);
-	auto l = std::make_unique<Link>(*this, server, std::move(fd), hostOf(server));
-	Link *out = l.get();
-	links_[server] = std::move(l);
+	if (purpose == kPurposeBulk) {
+		/* Room for a few chunks in flight: the sender is not held up by every window update. */
+		int bytes = 4 << 20;
+		(void)setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+	}
+	return std::make_unique<Link>(*this, server, std::move(fd), hostOf(server), purpose == kPurposeBulk);
+}
+
+Result<Link *> Engine::link(int server)
+{
+	if (auto it = links_.find(server); it != links_.end()) {
+		if (it->second->failed())
+			return Result<Link *>::failure(it->second->error());
+		return it->second.get();
+	}
+	auto l = connectTo(server, kPurposeStream);
+	if (!l)
+		return Result<Link *>::failure(l.code());
+	Link *out = l.value().get();
+	links_[server] = std::move(l.value());
+	return out;
+}
+
+Result<Link *> Engine::bulkLink(int server, uint32_t index)
+{
+	const auto key = std::make_pair(server, index);
+	if (auto it = bulkLinks_.find(key); it != bulkLinks_.end()) {
+		if (it->second->failed())
+			return Result<Link *>::failure(it->second->error());
+		return it->second.get();
+	}
+	auto l = connectTo(server, kPurposeBulk);
+	if (!l)
+		return Result<Link *>::failure(l.code());
+	Link *out = l.value().get();
+	bulkLinks_[key] = std::move(l.value());
 	return out;
 }
 
@@ -646,8 +699,10 @@ int Engine::startServer()
 			/*
 			 * Even an orderly EOF: the kernel of a killed process sends
 			 * FIN too, and an origin that finished holds nothing here.
+			 * Locks are the stream's: a bulk connection holds none.
 			 */
-			e->originGone(c.peerRank);
+			if (!c.bulk)
+				e->originGone(c.peerRank);
 			if ((error == ETIMEDOUT || error == EHOSTUNREACH) && e->config_.hostLost)
 				e->config_.hostLost(c.peerHost);
 		};
@@ -658,6 +713,7 @@ int Engine::startServer()
 		lc.policy = config_.policy;
 		lc.zc = config_.zc;
 		lc.zcMinBytes = config_.zcMinBytes;
+		lc.noFixedBuffers = !config_.fixedBuffers;
 		auto loop = makeNetLoop(handler, lc);
 		if (!loop) {
 			status.store(loop.code());
@@ -736,7 +792,8 @@ void Engine::acceptLoop()
 			const AuthPeer &peer = p.h.peer();
 			{
 				std::lock_guard<std::mutex> g(incomingLock_);
-				incoming_.push_back(Incoming{ std::move(p.fd), hostOf(static_cast<int>(peer.leader)), peer.rank });
+				incoming_.push_back(Incoming{ std::move(p.fd), hostOf(static_cast<int>(peer.leader)), peer.rank,
+							      peer.purpose == kPurposeBulk });
 			}
 			incomingCount_.fetch_add(1, std::memory_order_release);
 			if (NetLoop *l = loop_.load(std::memory_order_acquire))
@@ -791,7 +848,18 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 	ServerConn &c = conns_[conn];
 	std::lock_guard<std::mutex> g(registry_);
 	ParsedFrame f;
-	ParseResult r = parse(frame, parseContext(c.peerHost), f);
+	ParseContext ctx = parseContext(c.peerHost);
+	if (c.bulk)
+		ctx.maxBody = kMaxBulkBody;
+	ParseResult r = parse(frame, ctx, f);
+	if (c.bulk && r.verdict != Verdict::Drop && f.header.kind != static_cast<uint16_t>(FrameKind::Put) &&
+	    f.header.kind != static_cast<uint16_t>(FrameKind::Flush)) {
+		/* A bulk connection carries puts and their flushes, nothing that orders against the stream. */
+		std::fprintf(stderr, "librma: rank %d: dropping a bulk connection from host %u: it sent a %s frame\n",
+			     config_.rank, c.peerHost, frameKindName(f.header.kind));
+		c.open = false;
+		return true;
+	}
 	/* Replies come from a rank of this host: the kinds that name no target are answered by this process. */
 	FrameHeader answer = f.header;
 	const auto kind = static_cast<FrameKind>(f.header.kind);
@@ -836,9 +904,15 @@ void Engine::serveLoop()
 				incomingCount_.store(0, std::memory_order_relaxed);
 			}
 			for (Incoming &in : adopt) {
-				auto id = loop.addConnection(std::move(in.fd));
+				/* A bulk connection's frames (up to 1 MiB of put data) are received whole, where they are applied from. */
+				ConnOptions opt;
+				if (in.bulk) {
+					opt.maxBody = kMaxBulkBody;
+					opt.exact = true;
+				}
+				auto id = loop.addConnection(std::move(in.fd), opt);
 				if (id)
-					conns_[id.value()] = ServerConn{ in.host, in.rank, true, {} };
+					conns_[id.value()] = ServerConn{ in.host, in.rank, in.bulk, true, {} };
 			}
 		}
 		int events = loop.poll();
@@ -856,9 +930,11 @@ void Engine::serveLoop()
 			if (!c.open) {
 				/* Dropped for a malformed frame: it can never unlock what it holds here. */
 				const uint32_t rank = c.peerRank;
+				const bool bulk = c.bulk;
 				loop.close(it->first);
 				it = conns_.erase(it);
-				originGone(rank);
+				if (!bulk)
+					originGone(rank);
 				continue;
 			}
 			++it;
@@ -921,11 +997,12 @@ void Engine::stop()
 		uint64_t direct = 0;
 		for (const auto &[server, link] : links_)
 			direct += link->directFrames();
-		std::fprintf(stderr, "librma: rank %d's links: %llu large replies received in place\n", config_.rank,
-			     static_cast<unsigned long long>(direct));
+		std::fprintf(stderr, "librma: rank %d's links: %llu large replies received in place, %zu bulk connections\n",
+			     config_.rank, static_cast<unsigned long long>(direct), bulkLinks_.size());
 	}
 	loopOwner_.reset();
 	links_.clear();
+	bulkLinks_.clear();
 	listener_.reset();
 }
 

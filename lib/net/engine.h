@@ -140,8 +140,23 @@ class Engine;
 class Link
 {
 public:
-	Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost);
+	/* @bulk: one of this process's bulk connections to @server (kPurposeBulk): it carries PUT and FLUSH only. */
+	Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk = false);
 	int server() const { return server_; }
+	bool bulk() const { return bulk_; }
+	/*
+	 * Bulk connections: their answers (ACK, NACK) are the link's, not a
+	 * window's. acked() is the highest sequence answered; takeRefusal()
+	 * returns the first NACK's error since the last call (then forgets it),
+	 * or RMA_SUCCESS.
+	 */
+	uint64_t acked() const { return acked_; }
+	int takeRefusal()
+	{
+		const int rc = refusal_;
+		refusal_ = 0;
+		return rc;
+	}
 	/* Next request sequence number on this link (replies echo it). */
 	uint64_t nextSeq() { return ++seq_; }
 	/*
@@ -191,6 +206,8 @@ public:
 
 private:
 	[[gnu::cold]] int fail(int err, const char *what);
+	/* A bulk connection's answer (acked_, refusal_); false for any other kind. */
+	bool onBulkReply(const ParsedFrame &f);
 	/* After feed(): whether the incomplete frame is a large reply its window can take in place (then direct_). */
 	void tryDirect(const ParseContext &ctx);
 	/* Read into direct_'s destination; false once the socket has nothing more (or failed: error_). */
@@ -199,7 +216,10 @@ private:
 	int server_;
 	UniqueFd fd_;
 	uint32_t peerHost_;
+	bool bulk_ = false;
 	uint64_t seq_ = 0;
+	uint64_t acked_ = 0;  /* bulk: the highest sequence answered */
+	int refusal_ = 0;     /* bulk: the first NACK not taken yet */
 	uint64_t received_ = 0;
 	int error_ = 0;
 	FrameAssembler assembler_{ kMaxBody };
@@ -249,6 +269,16 @@ struct EngineConfig {
 	UringPolicy policy = UringPolicy::Prefer;
 	ZcPolicy zc = ZcPolicy::Auto; /* RMA_NET_ZC: zero-copy sends of the server's replies (lib/net/features.h) */
 	uint32_t zcMinBytes = 65536;  /* RMA_NET_ZC_MIN: the smallest send that goes zero-copy */
+	/*
+	 * RMA_NET_BULK: bulk connections per (origin process, server process),
+	 * 0 for none; RMA_NET_BULK_MIN: the smallest put that takes them. A put
+	 * of at least bulkMinBytes goes in chunks of kBulkChunkBytes,
+	 * round-robin over them (design §4.4).
+	 */
+	uint32_t bulkLinks = 1;
+	uint64_t bulkMinBytes = 256 << 10;
+	/* RMA_NET_FIXED_BUFFERS: the server's bulk connections read into registered buffers (io_uring READ_FIXED). */
+	bool fixedBuffers = true;
 	bool verbose = false;         /* RMA_VERBOSE=1: stop() prints what the server's loop used and sent */
 	/*
 	 * Called on the server thread when a connection from @host timed out
@@ -310,6 +340,13 @@ public:
 	 * RMA_ERR_INTERN (authentication failed).
 	 */
 	Result<Link *> link(int server);
+	/*
+	 * Bulk connection @index (0 .. RMA_NET_BULK - 1) to world rank
+	 * @server's process, connecting on first use: large puts go there in
+	 * chunks, beside the ordered stream of link(@server) (design §4.4).
+	 * Errors as link().
+	 */
+	Result<Link *> bulkLink(int server, uint32_t index);
 
 	/* Control: stop the threads, close everything (rma_finalize). */
 	void stop();
@@ -322,6 +359,8 @@ public:
 
 private:
 	Engine() = default;
+	/* Connect to @server's process and authenticate, saying @purpose (kPurposeStream or kPurposeBulk). */
+	Result<std::unique_ptr<Link>> connectTo(int server, uint32_t purpose);
 	int startServer();
 	void acceptLoop();
 	void serveLoop();
@@ -333,6 +372,7 @@ private:
 	struct ServerConn {
 		uint32_t peerHost = 0;
 		uint32_t peerRank = 0; /* the origin process at the other end */
+		bool bulk = false;     /* one of its bulk connections (kPurposeBulk): puts and flushes only */
 		bool open = true;
 		/* Parked frames of this connection (copies), applied in order. */
 		std::vector<std::vector<uint8_t>> parked;
@@ -366,6 +406,7 @@ private:
 		UniqueFd fd;
 		uint32_t host; /* the peer's host */
 		uint32_t rank; /* the world rank it proved to be */
+		bool bulk;     /* it said kPurposeBulk */
 	};
 	std::vector<Incoming> incoming_; /* authenticated, not yet in the loop */
 	std::atomic<uint32_t> incomingCount_{ 0 };
@@ -377,6 +418,7 @@ private:
 
 	/* Origin side. */
 	std::map<int, std::unique_ptr<Link>> links_;
+	std::map<std::pair<int, uint32_t>, std::unique_ptr<Link>> bulkLinks_; /* (server, index) */
 };
 
 /* FNV-1a of this kernel's boot id: equal for processes that share the machine's CPUs. */

@@ -325,9 +325,10 @@ ParseResult parseBody(const ParseContext &ctx, const uint8_t *body, ParsedFrame 
 	case FrameKind::Proof:
 		if (!fixedBody(h, 8 + kMacBytes, res))
 			return res;
-		if (le::load<uint32_t>(body + 4) != 0)
+		if (le::load<uint32_t>(body + 4) > kPurposeBulk)
 			return fail(Reason::ReservedNotZero);
 		out.word0 = le::load<uint32_t>(body);
+		out.word1 = le::load<uint32_t>(body + 4);
 		out.data = { body + 8, kMacBytes };
 		return res;
 	case FrameKind::Ready:

@@ -21,7 +21,7 @@
  *
  *   HELLO      version u32 | leader u32 | jobHash u64 | nonce[32]       48
  *   CHALLENGE  nonce[32] | mac[32]                                      64
- *   PROOF      rank u32 | reserved u32 (0) | mac[32]                    40
+ *   PROOF      rank u32 | purpose u32 (kPurpose*) | mac[32]             40
  *   READY, BYE, FLUSH, ACK, UNLOCK, UNLOCK_ALL, ATTACH_QUERY            0
  *   PING, PONG value u64 (sender's clock)                               8
  *   RANK_DEAD  n u32 | reserved u32 (0) | ranks[n]            8 + 4n, n>=1
@@ -72,8 +72,17 @@ inline constexpr std::size_t kBulkChunkBytes = 16;
 /* The largest body on a latency connection, and on a bulk connection. */
 inline constexpr uint32_t kMaxBody = 65536;
 inline constexpr uint32_t kMaxBulkBody = (1u << 20) + 64;
-/* Wire protocol version (HELLO). */
-inline constexpr uint32_t kProtocolVersion = 2;
+/* Wire protocol version (HELLO). 3: PROOF carries the connection's purpose. */
+inline constexpr uint32_t kProtocolVersion = 3;
+/*
+ * What a connection carries (PROOF's second word, bound into its MAC):
+ * kPurposeStream, an origin's ordered stream of requests (every kind, frames
+ * of at most kMaxBody); kPurposeBulk, one of an origin's bulk connections to
+ * that server (PUT frames of up to kMaxBulkBody and FLUSH only, received
+ * whole into one buffer: docs/design/inter-host.md §4.4).
+ */
+inline constexpr uint32_t kPurposeStream = 0;
+inline constexpr uint32_t kPurposeBulk = 1;
 
 /*
  * LOCK_ALL flags. kLockAllTry: answer at once, ACK if granted, else
@@ -322,7 +331,7 @@ struct ParsedFrame {
 	uint64_t value = 0;
 	/* NACK class, LOCK type, LOCK_ALL assert, POST/RANK_DEAD/ATTACH_TABLE n, HELLO version, PROOF rank */
 	uint32_t word0 = 0;
-	/* LOCK assert, LOCK_ALL flags, HELLO leader */
+	/* LOCK assert, LOCK_ALL flags, HELLO leader, PROOF purpose */
 	uint32_t word1 = 0;
 };
 

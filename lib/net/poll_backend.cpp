@@ -48,7 +48,7 @@ public:
 		return RMA_SUCCESS;
 	}
 
-	Result<ConnId> addConnection(UniqueFd fd) override
+	Result<ConnId> addConnection(UniqueFd fd, const ConnOptions &options) override
 	{
 		if (!fd.isValid())
 			return Result<ConnId>::failure(makeError(RMA_ERR_ARG, "net loop: invalid socket"));
@@ -61,9 +61,10 @@ public:
 		ev.data.u64 = id;
 		if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0)
 			return Result<ConnId>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "net loop (poll): epoll_ctl(add)"));
-		auto c = std::make_unique<Conn>(config_.maxBody);
+		auto c = std::make_unique<Conn>(options.maxBody ? options.maxBody : config_.maxBody, options.exact);
 		c->fd = std::move(fd);
-		c->buf.resize(std::max<std::size_t>(config_.bufSize, 65536));
+		if (!c->exact)
+			c->buf.resize(std::max<std::size_t>(config_.bufSize, 65536));
 		conns_.push_back(std::move(c));
 		return id;
 	}
@@ -141,8 +142,9 @@ public:
 
 private:
 	struct Conn {
-		explicit Conn(uint32_t maxBody) : assembler(maxBody) {}
+		Conn(uint32_t maxBody, bool exactReads) : exact(exactReads), assembler(maxBody) {}
 		UniqueFd fd;
+		bool exact; /* ConnOptions::exact: each recv goes to assembler.room() */
 		bool open = true;
 		bool wantOut = false; /* EPOLLOUT armed: the socket buffer was full */
 		FrameAssembler assembler;
@@ -171,7 +173,8 @@ private:
 	{
 		int n = 0;
 		for (int i = 0; i < kRecvBurst && c.open; ++i) {
-			ssize_t r = ::recv(c.fd.get(), c.buf.data(), c.buf.size(), MSG_DONTWAIT);
+			const std::span<uint8_t> room = c.exact ? c.assembler.room() : std::span<uint8_t>(c.buf);
+			ssize_t r = ::recv(c.fd.get(), room.data(), room.size(), MSG_DONTWAIT);
 			if (r < 0) {
 				if (errno == EAGAIN || errno == EWOULDBLOCK)
 					break;
@@ -188,10 +191,12 @@ private:
 			++stats_.recvCompletions;
 			stats_.bytesIn += static_cast<uint64_t>(r);
 			const uint64_t before = c.assembler.splitFrames();
-			bool good = c.assembler.feed({ c.buf.data(), static_cast<std::size_t>(r) }, [&](std::span<const uint8_t> f) {
+			auto deliver = [&](std::span<const uint8_t> f) {
 				++stats_.frames;
 				handler_.onFrame(handler_.ctx, id, f);
-			});
+			};
+			bool good = c.exact ? c.assembler.received(static_cast<std::size_t>(r), deliver)
+					    : c.assembler.feed({ c.buf.data(), static_cast<std::size_t>(r) }, deliver);
 			stats_.splitFrames += c.assembler.splitFrames() - before;
 			if (!good && c.open)
 				closed(id, c, EPROTO);

@@ -96,7 +96,7 @@ public:
 
 	int init();
 
-	Result<ConnId> addConnection(UniqueFd fd) override;
+	Result<ConnId> addConnection(UniqueFd fd, const ConnOptions &options) override;
 	int send(ConnId conn, std::span<const uint8_t> bytes) override;
 	uint8_t *append(ConnId conn, std::size_t n) override;
 	std::size_t unsent(ConnId conn) const override
@@ -115,8 +115,10 @@ public:
 
 private:
 	struct Conn {
-		explicit Conn(uint32_t maxBody) : assembler(maxBody) {}
+		Conn(uint32_t maxBody, bool exactReads) : exact(exactReads), assembler(maxBody) {}
 		UniqueFd fd;
+		bool exact; /* ConnOptions::exact: single-shot recvs into assembler.room() */
+		int fixedSlot = -1; /* exact: the registered buffer slot of assembler.buffer(), or -1 */
 		bool open = true;
 		bool recvArmed = false;
 		bool sendArmed = false;
@@ -178,6 +180,14 @@ private:
 	{
 		if (c.open || c.recvArmed || c.sendArmed || zcDue(c))
 			return;
+		if (c.fixedSlot >= 0) {
+			/* No read into it is in flight: the slot can go (an empty iovec unregisters it). */
+			iovec none{ nullptr, 0 };
+			const __u64 tag = 0;
+			(void)io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(c.fixedSlot), &none, &tag, 1);
+			freeSlots_.push_back(c.fixedSlot);
+			c.fixedSlot = -1;
+		}
 		c.fd.reset();
 		std::vector<uint8_t>().swap(c.inflight);
 		c.sent = 0;
@@ -215,6 +225,13 @@ private:
 	bool futexArmed_ = false;
 	bool eventfdArmed_ = false;
 	std::vector<std::unique_ptr<Conn>> conns_;
+	/*
+	 * Registered buffer slots for exact connections' receive buffers
+	 * (io_uring_register_buffers_sparse at init; empty when the kernel or
+	 * RLIMIT_MEMLOCK refuses, or NetLoopConfig::noFixedBuffers).
+	 */
+	std::vector<int> freeSlots_;
+	static constexpr unsigned kFixedSlots = 64;
 };
 
 int UringLoop::init()
@@ -272,6 +289,10 @@ int UringLoop::init()
 		if (!eventfd_.isValid())
 			return makeErrnoError(RMA_ERR_INTERN, errno, "net loop: eventfd");
 	}
+	/* Slots for exact connections' buffers; without them those recv into unregistered memory. */
+	if (!config_.noFixedBuffers && io_uring_register_buffers_sparse(&ring_, kFixedSlots) == 0)
+		for (int i = static_cast<int>(kFixedSlots) - 1; i >= 0; --i)
+			freeSlots_.push_back(i);
 	return RMA_SUCCESS;
 }
 
@@ -283,6 +304,8 @@ std::string UringLoop::describe() const
 							  : " plain_taskrun";
 	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
 	s += useFutex() ? " futex_wait" : " eventfd_wake";
+	if (!freeSlots_.empty() || std::any_of(conns_.begin(), conns_.end(), [](const auto &c) { return c->fixedSlot >= 0; }))
+		s += " fixed_buffers";
 	if (useZc()) {
 		s += " send_zc>=" + std::to_string(config_.zcMinBytes);
 		if (config_.zc == ZcPolicy::Auto)
@@ -291,17 +314,27 @@ std::string UringLoop::describe() const
 	return s;
 }
 
-Result<ConnId> UringLoop::addConnection(UniqueFd fd)
+Result<ConnId> UringLoop::addConnection(UniqueFd fd, const ConnOptions &options)
 {
 	if (!fd.isValid())
 		return Result<ConnId>::failure(makeError(RMA_ERR_ARG, "net loop: invalid socket"));
 	int fl = fcntl(fd.get(), F_GETFL);
 	if (fl < 0 || fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
 		return Result<ConnId>::failure(makeErrnoError(RMA_ERR_ARG, errno, "net loop: fcntl(O_NONBLOCK)"));
-	auto c = std::make_unique<Conn>(config_.maxBody);
+	auto c = std::make_unique<Conn>(options.maxBody ? options.maxBody : config_.maxBody, options.exact);
 	c->fd = std::move(fd);
-	if (!useMultishot())
+	if (!useMultishot() && !options.exact)
 		c->own.resize(std::max<std::size_t>(config_.bufSize, 65536));
+	if (options.exact && !freeSlots_.empty()) {
+		/* Registered: the kernel copies into pages it pinned once, not ones it looks up on every read. */
+		const std::span<uint8_t> b = c->assembler.buffer();
+		iovec iov{ b.data(), b.size() };
+		__u64 tag = 0;
+		if (io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(freeSlots_.back()), &iov, &tag, 1) == 1) {
+			c->fixedSlot = freeSlots_.back();
+			freeSlots_.pop_back();
+		}
+	}
 	conns_.push_back(std::move(c));
 	return static_cast<ConnId>(conns_.size() - 1);
 }
@@ -349,7 +382,18 @@ void UringLoop::arm() noexcept
 			io_uring_sqe *s = sqe();
 			if (!s)
 				return; /* the SQ is still full after a submit: the next pass arms the rest */
-			if (useMultishot()) {
+			if (c.exact) {
+				/* Exactly the rest of the header or of the frame, straight into place; whole unless the stream ends. */
+				const std::span<uint8_t> room = c.assembler.room();
+				if (c.fixedSlot >= 0) {
+					/* A read may end short (what the socket had): received() takes it, the next arm asks for the rest. */
+					io_uring_prep_read_fixed(s, c.fd.get(), room.data(), static_cast<unsigned>(room.size()), 0,
+								 c.fixedSlot);
+					++stats_.fixedReads;
+				} else {
+					io_uring_prep_recv(s, c.fd.get(), room.data(), room.size(), MSG_WAITALL);
+				}
+			} else if (useMultishot()) {
 				io_uring_prep_recv_multishot(s, c.fd.get(), nullptr, 0, 0);
 				s->flags |= IOSQE_BUFFER_SELECT;
 				s->buf_group = kBufGroup;
@@ -405,7 +449,12 @@ void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
 			data = buffers_ + std::size_t(bid) * config_.bufSize;
 		}
 		bool good = true;
-		if (c.open) {
+		if (c.open && c.exact) {
+			good = c.assembler.received(static_cast<std::size_t>(res), [&](std::span<const uint8_t> f) {
+				++stats_.frames;
+				handler_.onFrame(handler_.ctx, id, f);
+			});
+		} else if (c.open) {
 			const uint64_t before = c.assembler.splitFrames();
 			good = c.assembler.feed({ data, static_cast<std::size_t>(res) }, [&](std::span<const uint8_t> f) {
 				++stats_.frames;

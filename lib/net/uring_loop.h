@@ -89,6 +89,21 @@ struct FrameHandler {
 	void *ctx = nullptr;
 };
 
+/* How a connection's bytes are received (NetLoop::addConnection). */
+struct ConnOptions {
+	/* The largest body on it; 0: NetLoopConfig::maxBody. */
+	uint32_t maxBody = 0;
+	/*
+	 * Receive each frame exactly, whole, into the connection's own buffer
+	 * (32 + maxBody bytes): the header, then the rest of the frame, each
+	 * one recv (io_uring: MSG_WAITALL) straight into place, so no frame is
+	 * ever copied to be reassembled. For bulk connections, whose frames are
+	 * large; a stream of small frames is better served by the shared
+	 * buffers (one recv takes many frames).
+	 */
+	bool exact = false;
+};
+
 struct NetLoopConfig {
 	UringPolicy policy = UringPolicy::Prefer;
 	uint32_t maxBody = 65536;    /* kMaxBody */
@@ -102,6 +117,7 @@ struct NetLoopConfig {
 	bool noFutexWait = false;    /* wake through the eventfd */
 	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
 	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
+	bool noFixedBuffers = false; /* exact connections recv into unregistered memory */
 	/* Doorbell to park on; nullptr: the loop's own. Must outlive the loop. */
 	Doorbell *doorbell = nullptr;
 };
@@ -122,6 +138,7 @@ struct NetLoopStats {
 	uint64_t zcHeld = 0;	    /* sent buffers set aside because a zero-copy notification was still due */
 	uint64_t zcNotifs = 0;	    /* zero-copy notifications: the kernel let go of a buffer */
 	uint64_t zcCopied = 0;	    /* of which reported that the kernel copied after all (loopback, veth) */
+	uint64_t fixedReads = 0;    /* reads into a registered buffer (IORING_OP_READ_FIXED, exact connections) */
 	uint64_t parks = 0;	    /* waits that slept */
 	uint64_t futexWakes = 0;    /* parks ended by the FUTEX_WAIT completing */
 	uint64_t eventfdWakes = 0;  /* parks ended by the eventfd */
@@ -150,6 +167,27 @@ public:
 	std::span<const uint8_t> held() const { return { partial_.data(), have_ }; }
 	/* Forget the incomplete frame: its owner takes the rest of it from the stream itself. */
 	void discard() { have_ = 0; }
+
+	/*
+	 * Exact reads (a bulk connection: frames received whole into this
+	 * buffer, no copy). room() is where the stream's next bytes go and how
+	 * many of them complete the header, then the frame, never more (empty
+	 * once poisoned); received(@n) takes @n bytes read there and delivers
+	 * the frame once it is whole, from this buffer. Returns false (and
+	 * delivers nothing more) once a header declares a body longer than
+	 * maxBody. Do not mix with feed() on one stream.
+	 */
+	std::span<uint8_t> room() noexcept
+	{
+		if (poisoned_)
+			return {};
+		const std::size_t need = have_ < 32 ? 32 : frameLength(partial_.data());
+		return { partial_.data() + have_, need - have_ };
+	}
+	template<typename Deliver>
+	bool received(std::size_t n, Deliver &&deliver);
+	/* The whole reassembly buffer (32 + maxBody bytes; it never moves): to register it with the kernel. */
+	std::span<uint8_t> buffer() noexcept { return partial_; }
 	uint64_t splitFrames() const { return split_; }
 
 private:
@@ -172,10 +210,11 @@ public:
 
 	/*
 	 * Serve connected stream socket @fd from the next pass (the loop
-	 * owns it and makes it nonblocking). Returns its id; RMA_ERR_ARG for
-	 * an invalid fd; RMA_ERR_INTERN if it cannot be armed.
+	 * owns it and makes it nonblocking), received as @options say.
+	 * Returns its id; RMA_ERR_ARG for an invalid fd; RMA_ERR_INTERN if it
+	 * cannot be armed.
 	 */
-	virtual Result<ConnId> addConnection(UniqueFd fd) = 0;
+	virtual Result<ConnId> addConnection(UniqueFd fd, const ConnOptions &options = {}) = 0;
 
 	/*
 	 * Queue @bytes (copied) for @conn; they leave on the next pass.
@@ -310,6 +349,27 @@ bool FrameAssembler::feed(std::span<const uint8_t> bytes, Deliver &&deliver)
 		}
 	}
 	return !poisoned_;
+}
+
+template<typename Deliver>
+bool FrameAssembler::received(std::size_t n, Deliver &&deliver)
+{
+	constexpr std::size_t kHeader = 32;
+	if (poisoned_)
+		return false;
+	have_ += n;
+	if (have_ < kHeader)
+		return true;
+	const std::size_t len = frameLength(partial_.data());
+	if (len == 0) {
+		poisoned_ = true;
+		return false;
+	}
+	if (have_ == len) {
+		have_ = 0;
+		deliver(std::span<const uint8_t>(partial_.data(), len));
+	}
+	return true;
 }
 
 } /* namespace librma::net */

@@ -208,8 +208,92 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 	return RMA_SUCCESS;
 }
 
+int RemoteWindow::sendBulk(const char *call, Stream &s, int target, std::span<const uint8_t> body,
+			   std::span<const uint8_t> data)
+{
+	net::Engine &e = *net::engine();
+	const uint32_t k = e.config().bulkLinks;
+	if (s.bulk.size() != k) {
+		s.bulk.assign(k, nullptr);
+		s.bulkSent.assign(k, 0);
+	}
+	const uint32_t i = s.nextBulk++ % k;
+	if (!s.bulk[i]) {
+		auto l = e.bulkLink(s.server, i);
+		if (!l)
+			return makeError(errorClass(l.code()), "%s: target rank %d of window '%s': bulk connection %u: %s", call,
+					 target, win_.name.c_str(), i, errorMessage(l.code()).c_str());
+		s.bulk[i] = l.value();
+	}
+	net::Link &link = *s.bulk[i];
+	net::FrameHeader h;
+	h.kind = static_cast<uint16_t>(FrameKind::Put);
+	h.bodyLen = static_cast<uint32_t>(body.size() + data.size());
+	h.window = id_;
+	h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
+	h.target = worldTarget(target);
+	h.seq = link.nextSeq();
+	uint8_t head[net::kHeaderBytes];
+	net::encodeHeader(h, head);
+	/* A chunk is far over the batch size: it leaves now, read from the caller's buffer (no copy). */
+	if (int rc = link.queue(head, body, data); rc != RMA_SUCCESS)
+		return makeError(errorClass(rc), "%s: target rank %d of window '%s': %s", call, target, win_.name.c_str(),
+				 errorMessage(rc).c_str());
+	s.bulkSent[i] = h.seq;
+	return RMA_SUCCESS;
+}
+
+void RemoteWindow::drainBulk(Stream &s)
+{
+	const int timeoutMs = net::engine()->config().timeoutMs;
+	for (std::size_t i = 0; i < s.bulk.size(); ++i) {
+		net::Link *l = s.bulk[i];
+		if (!l || s.bulkSent[i] == 0)
+			continue;
+		int rc = l->error();
+		uint64_t seq = 0;
+		if (rc == RMA_SUCCESS) {
+			/* FLUSH behind the puts: its ACK says the server applied every one of them. */
+			net::FrameHeader h;
+			h.kind = static_cast<uint16_t>(FrameKind::Flush);
+			h.window = id_;
+			h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
+			h.target = static_cast<uint32_t>(s.server);
+			h.seq = seq = l->nextSeq();
+			uint8_t head[net::kHeaderBytes];
+			net::encodeHeader(h, head);
+			rc = l->queue(head, {});
+			if (rc == RMA_SUCCESS)
+				rc = l->push();
+		}
+		/* As waitAck(): no timeout while bytes keep arriving; silence for RMA_NET_TIMEOUT_MS fails it. */
+		int64_t start = 0;
+		uint64_t seen = l->received();
+		for (SpinWait wait; rc == RMA_SUCCESS && l->acked() < seq; wait.once()) {
+			rc = l->pump();
+			if (rc != RMA_SUCCESS || l->acked() >= seq || wait.count() < SpinWait::kSpins || (wait.count() & 0xff))
+				continue;
+			const int64_t now = nowMs();
+			if (!start || l->received() != seen) {
+				start = now;
+				seen = l->received();
+			} else if (now - start > timeoutMs) {
+				rc = makeError(RMA_ERR_PROC_FAILED,
+					       "rank %d's host did not answer on bulk connection %zu within %d ms (RMA_NET_TIMEOUT_MS)",
+					       s.server, i, timeoutMs);
+			}
+		}
+		if (rc == RMA_SUCCESS)
+			rc = l->takeRefusal();
+		s.bulkSent[i] = 0;
+		if (rc != RMA_SUCCESS && !s.error)
+			s.error = rc;
+	}
+}
+
 int RemoteWindow::flushStream(const char *call, Stream &s)
 {
+	drainBulk(s);
 	if (s.error) {
 		int rc = s.error;
 		if (!s.link || !s.link->failed())
@@ -231,9 +315,21 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 	if (!s)
 		return s.code();
 	Stream &st = *s.value();
+	/*
+	 * A large put goes over the bulk connections, received there whole
+	 * where it is applied from (no reassembly copy). They are not ordered
+	 * with the stream: a lazy LOCK must be granted before (its server
+	 * would not park them behind it), and the synchronizations wait for
+	 * them (drainBulk()).
+	 */
+	const net::EngineConfig &nc = net::engine()->config();
+	const bool bulk = shape.kind == FrameKind::Put && nc.bulkLinks > 0 && static_cast<uint64_t>(bytes) >= nc.bulkMinBytes;
+	if (bulk && st.lockSeq > st.acked)
+		RMA_TRY(waitAck(call, st, st.lockSeq, true));
 	/* Data per frame: what fits beside the most runs a frame takes, in whole elements. */
 	const std::size_t cap =
-		(net::kMaxBody - kFixedOpBody - kRunsPerFrame * net::kWireRunBytes) / shape.elemBytes * shape.elemBytes;
+		bulk ? kBulkChunk
+		     : (net::kMaxBody - kFixedOpBody - kRunsPerFrame * net::kWireRunBytes) / shape.elemBytes * shape.elemBytes;
 	BlockCursor cursor(ttype, tcount);
 	std::vector<uint8_t> body;
 	std::vector<net::WireRun> runs;
@@ -301,6 +397,11 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 		if (shape.sendsData)
 			payload = std::span(reinterpret_cast<const uint8_t *>(packed + done), data);
 		uint64_t seq = 0;
+		if (bulk) {
+			RMA_TRY(sendBulk(call, st, target, body, payload));
+			done += static_cast<rma_count>(data);
+			continue;
+		}
 		RMA_TRY(sendRequest(st, shape.kind, worldTarget(target), body, seq, false, payload));
 		if (shape.fetches)
 			st.gets.push_back(PendingGet{ seq, dest + done, data, staging });
@@ -452,6 +553,7 @@ int RemoteWindow::unlock(const char *call, int target, bool)
 	if (!s)
 		return s.code();
 	uint64_t seq = 0;
+	drainBulk(*s.value());
 	/* UNLOCK is applied after everything before it: its ACK is the flush too. */
 	RMA_TRY(sendRequest(*s.value(), FrameKind::Unlock, worldTarget(target), {}, seq));
 	return waitAck(call, *s.value(), seq);
@@ -577,6 +679,8 @@ int RemoteWindow::unlockAll(const char *call)
 		int one = s ? RMA_SUCCESS : s.code();
 		uint64_t seq = 0;
 		if (one == RMA_SUCCESS)
+			drainBulk(*s.value());
+		if (one == RMA_SUCCESS)
 			one = sendRequest(*s.value(), FrameKind::UnlockAll, 0, {}, seq);
 		if (one == RMA_SUCCESS)
 			one = waitAck(call, *s.value(), seq);
@@ -597,6 +701,7 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 	for (auto &sp : streams_) {
 		if (!sp || !sp->link)
 			continue;
+		drainBulk(*sp);
 		RMA_TRY(waitFetches(call, *sp));
 	}
 	uint8_t body[8];
@@ -663,6 +768,7 @@ int RemoteWindow::complete(const char *call, int target, uint64_t count)
 	if (!s)
 		return s.code();
 	/* Our gets and fetches from it complete here; puts and accumulates are applied before COMPLETE. */
+	drainBulk(*s.value());
 	RMA_TRY(waitFetches(call, *s.value()));
 	uint8_t body[8];
 	net::le::store<uint64_t>(body, count);

@@ -192,7 +192,29 @@ private:
 		 */
 		uint64_t lockSeq = 0;
 		std::size_t behindLock = 0; /* bytes of frames sent after it */
+		/*
+		 * Bulk connections to the same server (RMA_NET_BULK of them,
+		 * connected on first use): large puts go there in kBulkChunk
+		 * pieces, round-robin. Nothing orders them with the stream, so
+		 * every synchronization on the stream (flush, unlock, unlock_all,
+		 * fence, complete) first waits until each has answered a FLUSH
+		 * sent behind its puts (drainBulk()).
+		 */
+		std::vector<net::Link *> bulk;
+		std::vector<uint64_t> bulkSent; /* seq of the last put on each, 0 once answered */
+		uint32_t nextBulk = 0;
 	};
+	/* A bulk put's frames: this much data each (round-robin over the bulk connections, design §4.4). */
+	static constexpr std::size_t kBulkChunk = std::size_t{ 256 } << 10;
+	/* One PUT frame with body @body then @data on the next bulk connection to @s's server. */
+	int sendBulk(const char *call, Stream &s, int target, std::span<const uint8_t> body, std::span<const uint8_t> data);
+	/*
+	 * Wait until every bulk connection to @s's server has applied what we
+	 * put there (a FLUSH each, and its ACK). A failure or a refusal is
+	 * recorded in s.error, which the caller's wait reports: the release
+	 * (UNLOCK, FENCE) that follows must still leave.
+	 */
+	void drainBulk(Stream &s);
 	static constexpr std::size_t kBehindLockBytes = std::size_t{ 1 } << 20;
 	Result<Stream *> stream(const char *call, int target);
 	/* stream(), but a live link with a refusal pending is returned too: UNLOCK and UNLOCK_ALL must leave. */

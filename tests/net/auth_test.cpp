@@ -327,6 +327,36 @@ TEST_F(AuthTest, ProofBindsTheClaimedRankAndLeader)
 	EXPECT_TRUE(s.output().empty());
 }
 
+TEST_F(AuthTest, ProofCarriesAndBindsTheConnectionsPurpose)
+{
+	/* A bulk connection says so, and the server learns it. */
+	ClientConfig cc = clientConfig();
+	cc.purpose = kPurposeBulk;
+	Handshake c = makeClient(keyA, cc);
+	Handshake s = makeServer(keyA);
+	give(s, drain(c));
+	give(c, drain(s));
+	Bytes proof = drain(c);
+	ASSERT_EQ(kindOf(proof), static_cast<uint16_t>(FrameKind::Proof));
+	EXPECT_EQ(le::load<uint32_t>(proof.data() + kHeaderBytes + 4), kPurposeBulk);
+	give(s, proof);
+	ASSERT_EQ(s.state(), AuthState::Done);
+	EXPECT_EQ(s.peer().purpose, kPurposeBulk);
+	EXPECT_EQ(s.peer().rank, 3u);
+
+	/* A stream connection's PROOF turned into a bulk one's in transit: macC binds the purpose. */
+	Handshake c2 = makeClient(keyA);
+	Handshake s2 = makeServer(keyA);
+	Bytes hello = drain(c2);
+	give(s2, hello);
+	Bytes challenge = drain(s2);
+	Bytes forged = forgeProof(keyA, hello, challenge, 2, 3);
+	le::store<uint32_t>(forged.data() + kHeaderBytes + 4, kPurposeBulk);
+	give(s2, forged);
+	EXPECT_EQ(s2.failure(), AuthError::BadMac);
+	EXPECT_TRUE(s2.output().empty());
+}
+
 TEST_F(AuthTest, WrongJobHashRefusedBeforeAnyChallenge)
 {
 	ClientConfig cc = clientConfig();

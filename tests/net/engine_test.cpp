@@ -543,6 +543,68 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
 }
 
 /*
+ * A bulk connection (kPurposeBulk) takes PUT frames larger than the stream's
+ * 64 KiB, received whole; its ACKs and NACKs are the link's own (the
+ * window's stream sequence is not touched), a refusal is kept for
+ * takeRefusal().
+ */
+TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
+{
+	auto link = engines_[0]->bulkLink(1, 0);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &b = *link.value();
+	EXPECT_TRUE(b.bulk());
+	std::vector<uint8_t> data(100 << 10);
+	for (std::size_t i = 0; i < data.size(); ++i)
+		data[i] = static_cast<uint8_t>(i * 7 + (i >> 11));
+	ASSERT_EQ(b.send(putFrame(b.nextSeq(), 1000, data)), RMA_SUCCESS);
+	/* Past the target's end: refused, nothing written. */
+	ASSERT_EQ(b.send(putFrame(b.nextSeq(), kTargetBytes - 10, std::span(data).first(20))), RMA_SUCCESS);
+	const uint64_t flush = b.nextSeq();
+	ASSERT_EQ(b.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(b, [&] { return b.acked() >= flush; })) << errorMessage(b.error());
+	EXPECT_EQ(server_.puts(), 1);
+	std::size_t wrong = 0;
+	for (std::size_t i = 0; i < data.size(); ++i)
+		wrong += server_.at(1000 + i) != data[i];
+	EXPECT_EQ(wrong, 0u);
+	EXPECT_EQ(origin_.acked_.load(), 0u) << "a bulk link's ACK reached the window's stream";
+	const int refusal = b.takeRefusal();
+	EXPECT_EQ(errorClass(refusal), RMA_ERR_RMA_RANGE) << errorMessage(refusal);
+	EXPECT_EQ(b.takeRefusal(), RMA_SUCCESS) << "a refusal is reported once";
+	/* The same frame on the ordered stream is too long for it: that connection is dropped. */
+	auto stream = engines_[0]->link(1);
+	ASSERT_TRUE(stream);
+	ASSERT_EQ(stream.value()->send(putFrame(stream.value()->nextSeq(), 1000, data)), RMA_SUCCESS);
+	EXPECT_TRUE(pumpUntil(*stream.value(), [&] { return stream.value()->failed(); }));
+	EXPECT_EQ(server_.puts(), 1);
+}
+
+/*
+ * A bulk connection carries puts and flushes only: anything else (here a
+ * LOCK) drops it, and, holding no locks, its end releases nothing of its
+ * origin's (whose ordered stream lives on).
+ */
+TEST_F(EngineTest, ABulkConnectionThatSendsAnythingButPutsIsDroppedAlone)
+{
+	auto stream = engines_[0]->link(1);
+	ASSERT_TRUE(stream);
+	auto link = engines_[0]->bulkLink(1, 1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &b = *link.value();
+	uint8_t body[8] = {};
+	le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
+	ASSERT_EQ(b.send(frame(FrameKind::Lock, b.nextSeq(), body)), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(b, [&] { return b.failed(); }));
+	EXPECT_EQ(server_.lockTries_.load(), 0);
+	std::this_thread::sleep_for(std::chrono::milliseconds(50));
+	EXPECT_EQ(server_.lost_.load(), -1) << "a bulk connection's end released its origin's locks";
+	EXPECT_TRUE(flushed(*stream.value()));
+	/* A failed bulk link stays failed. */
+	EXPECT_FALSE(engines_[0]->bulkLink(1, 1));
+}
+
+/*
  * Destination k (reply size + 64 guard bytes of 0xEE) holds exactly the
  * reply to request seqs[k], and nothing past its end was written.
  */

@@ -221,6 +221,8 @@ struct Layout {
 	int ranks;
 	/* --map-by node: rank r on host r mod hosts; else by slot, 2 per host (the hostfile's slots). */
 	bool byNode;
+	/* Environment for every rank (mpirun -x), or nullptr. */
+	std::vector<const char *> env = {};
 };
 
 void PrintTo(const Layout &layout, std::ostream *os)
@@ -255,6 +257,8 @@ TEST_P(RemoteRmaAcrossHostsTest, EveryCasePasses)
 	std::vector<std::string> args = { "-np", std::to_string(layout.ranks) };
 	if (layout.byNode)
 		args.insert(args.end(), { "--map-by", "node" });
+	for (const char *v : layout.env)
+		args.insert(args.end(), { "-x", v });
 	for (const std::string &a : programArgs(program_))
 		args.push_back(a);
 	CommandResult r = run(args, kCommandTimeout);
@@ -272,7 +276,14 @@ TEST_P(RemoteRmaAcrossHostsTest, EveryCasePasses)
 INSTANTIATE_TEST_SUITE_P(Layouts, RemoteRmaAcrossHostsTest,
 			 testing::Values(Layout{ "TwoHostsTwoRanksEach", 2, 4, false },
 					 Layout{ "ThreeHostsOneRankEach", 3, 3, true },
-					 Layout{ "ThreeHostsTwoTwoAndOneRanks", 3, 5, false }),
+					 Layout{ "ThreeHostsTwoTwoAndOneRanks", 3, 5, false },
+					 /*
+					  * Every put over 3 bulk connections per server, whatever its size:
+					  * each synchronization (flush, unlock, unlock_all, fence, PSCW,
+					  * free) must wait for them, and a refusal on one must be reported.
+					  */
+					 Layout{ "TwoHostsEveryPutInBulk", 2, 4, false,
+						 { "RMA_NET_BULK=3", "RMA_NET_BULK_MIN=1" } }),
 			 [](const testing::TestParamInfo<Layout> &info) { return std::string(info.param.name); });
 
 /*

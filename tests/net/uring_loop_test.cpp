@@ -291,6 +291,60 @@ TEST_P(NetLoopTest, ClosesAStreamWhoseHeaderAnnouncesTooLongABody)
 	EXPECT_NE(loop->send(id, good), RMA_SUCCESS) << "a closed connection takes no more sends";
 }
 
+TEST_P(NetLoopTest, AnExactConnectionReceivesLargeFramesWholeWithoutReassembly)
+{
+	/* io_uring reads into a registered buffer (READ_FIXED) unless told not to; the poll backend recvs. */
+	for (bool fixed : { true, false }) {
+		SCOPED_TRACE(fixed ? "registered buffer" : "plain recv");
+		Sink sink;
+		NetLoopConfig cfg;
+		cfg.noFixedBuffers = !fixed;
+		auto loop = make(sink, cfg);
+		ASSERT_TRUE(loop);
+		auto [s, c] = net::loopbackTcpPair();
+		ASSERT_TRUE(s.isValid() && c.isValid());
+		ConnOptions opt;
+		opt.maxBody = kMaxBulkBody;
+		opt.exact = true;
+		ConnId id = loop->addConnection(std::move(s), opt).value();
+		/* Empty, tiny and bulk-sized bodies (up to the limit), written in odd pieces with pauses. */
+		const std::size_t sizes[] = { 0, 1, 31, 33, 4096, 65536, 100000, 262144 + 40, kMaxBulkBody, 7, kMaxBulkBody - 1 };
+		const std::size_t n = std::size(sizes);
+		std::thread writer([&, fd = c.get()] {
+			for (std::size_t q = 0; q < n; ++q) {
+				Bytes f = stampedFrame(q, sizes[q]);
+				const std::size_t step = 5000 + q * 7919;
+				for (std::size_t off = 0; off < f.size(); off += step) {
+					Bytes piece(f.begin() + static_cast<long>(off),
+						    f.begin() + static_cast<long>(std::min(off + step, f.size())));
+					EXPECT_TRUE(writeAll(fd, piece));
+					if (q % 3 == 0)
+						std::this_thread::sleep_for(std::chrono::microseconds(100));
+				}
+			}
+			/* Over the limit: the stream cannot be cut any further. */
+			Bytes bad(kHeaderBytes);
+			FrameHeader h;
+			h.kind = static_cast<uint16_t>(FrameKind::GetReply);
+			h.bodyLen = kMaxBulkBody + 1;
+			encodeHeader(h, bad.data());
+			EXPECT_TRUE(writeAll(fd, bad));
+		});
+		bool got = drive(*loop, [&] { return !sink.closed.empty(); });
+		writer.join();
+		ASSERT_TRUE(got);
+		ASSERT_EQ(sink.frames.size(), n);
+		for (std::size_t q = 0; q < n; ++q)
+			EXPECT_TRUE(checkStamp(sink.frames[q], q)) << q << " (" << sizes[q] << " bytes)";
+		EXPECT_EQ(loop->stats().splitFrames, 0u) << "a frame was copied to be reassembled";
+		EXPECT_EQ(sink.closed[0], std::make_pair(id, EPROTO));
+		if (GetParam().poll || !fixed)
+			EXPECT_EQ(loop->stats().fixedReads, 0u);
+		else
+			EXPECT_GT(loop->stats().fixedReads, 0u) << loop->describe();
+	}
+}
+
 TEST_P(NetLoopTest, ReportsThePeersCloseOnceAndForgetsClosedConnections)
 {
 	Sink sink;
