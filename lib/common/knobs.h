@@ -143,7 +143,7 @@ inline constexpr Knob kKnobs[] = {
 	  knobs::netZc },
 	{ "RMA_NET_ZC_MIN", "a number of bytes", "65536",
 	  "the smallest send that goes zero-copy under RMA_NET_ZC (smaller ones are cheaper to copy)", knobs::number },
-	{ "RMA_NET_BULK", "a number of connections, 0 to 16", "1",
+	{ "RMA_NET_BULK", "a number of connections, 0 to 16", "2",
 	  "bulk connections from each process to each other host's server it sends to: puts of at least "
 	  "RMA_NET_BULK_MIN bytes go there in 256 KiB chunks, round-robin, received whole where they are applied "
 	  "from; 0 sends everything on the one ordered connection",

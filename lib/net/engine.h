@@ -275,7 +275,7 @@ struct EngineConfig {
 	 * of at least bulkMinBytes goes in chunks of kBulkChunkBytes,
 	 * round-robin over them (design §4.4).
 	 */
-	uint32_t bulkLinks = 1;
+	uint32_t bulkLinks = 2; /* K = 2 moved 1 MiB puts 8-15 % faster than K = 1 on the 2-CPU veth link; 4 no better */
 	uint64_t bulkMinBytes = 256 << 10;
 	/* RMA_NET_FIXED_BUFFERS: the server's bulk connections read into registered buffers (io_uring READ_FIXED). */
 	bool fixedBuffers = true;
