@@ -639,32 +639,27 @@ Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t purpose)
 
 Result<Link *> Engine::link(int server)
 {
-	if (auto it = links_.find(server); it != links_.end()) {
-		if (it->second->failed())
-			return Result<Link *>::failure(it->second->error());
-		return it->second.get();
-	}
-	auto l = connectTo(server, kPurposeStream);
-	if (!l)
-		return Result<Link *>::failure(l.code());
-	Link *out = l.value().get();
-	links_[server] = std::move(l.value());
-	return out;
+	return cachedLink(server, kStreamIndex);
 }
 
 Result<Link *> Engine::bulkLink(int server, uint32_t index)
 {
+	return cachedLink(server, index);
+}
+
+Result<Link *> Engine::cachedLink(int server, uint32_t index)
+{
 	const auto key = std::make_pair(server, index);
-	if (auto it = bulkLinks_.find(key); it != bulkLinks_.end()) {
+	if (auto it = links_.find(key); it != links_.end()) {
 		if (it->second->failed())
 			return Result<Link *>::failure(it->second->error());
 		return it->second.get();
 	}
-	auto l = connectTo(server, kPurposeBulk);
+	auto l = connectTo(server, index == kStreamIndex ? kPurposeStream : kPurposeBulk);
 	if (!l)
 		return Result<Link *>::failure(l.code());
 	Link *out = l.value().get();
-	bulkLinks_[key] = std::move(l.value());
+	links_[key] = std::move(l.value());
 	return out;
 }
 
@@ -995,14 +990,16 @@ void Engine::stop()
 	}
 	if (config_.verbose && !links_.empty()) {
 		uint64_t direct = 0;
-		for (const auto &[server, link] : links_)
+		std::size_t bulk = 0;
+		for (const auto &[key, link] : links_) {
 			direct += link->directFrames();
+			bulk += link->bulk();
+		}
 		std::fprintf(stderr, "librma: rank %d's links: %llu large replies received in place, %zu bulk connections\n",
-			     config_.rank, static_cast<unsigned long long>(direct), bulkLinks_.size());
+			     config_.rank, static_cast<unsigned long long>(direct), bulk);
 	}
 	loopOwner_.reset();
 	links_.clear();
-	bulkLinks_.clear();
 	listener_.reset();
 }
 

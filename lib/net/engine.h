@@ -416,9 +416,11 @@ private:
 	std::string backend_;
 	std::map<ConnId, ServerConn> conns_;
 
-	/* Origin side. */
-	std::map<int, std::unique_ptr<Link>> links_;
-	std::map<std::pair<int, uint32_t>, std::unique_ptr<Link>> bulkLinks_; /* (server, index) */
+	/* Origin side: by (server, bulk index or kStreamIndex). */
+	static constexpr uint32_t kStreamIndex = UINT32_MAX;
+	std::map<std::pair<int, uint32_t>, std::unique_ptr<Link>> links_;
+	/* The link to @server's process: its ordered stream (kStreamIndex) or bulk connection @index; connects on first use. */
+	Result<Link *> cachedLink(int server, uint32_t index);
 };
 
 /* FNV-1a of this kernel's boot id: equal for processes that share the machine's CPUs. */

@@ -154,6 +154,20 @@ Bytes forgeProof(const AuthKey &key, const Bytes &hello, const Bytes &challenge,
 	return frame(FrameKind::Proof, body);
 }
 
+/* A server that has sent its CHALLENGE to @key's client, the bytes so far, for a test to answer with its own PROOF. */
+struct AtProof {
+	Handshake c, s;
+	Bytes hello, challenge;
+};
+AtProof openToProof(const AuthKey &key)
+{
+	AtProof o{ makeClient(key), makeServer(key), {}, {} };
+	o.hello = drain(o.c);
+	give(o.s, o.hello);
+	o.challenge = drain(o.s);
+	return o;
+}
+
 /* A recorded good session: the four frames. */
 struct Transcript {
 	Bytes hello, challenge, proof, ready;
@@ -286,11 +300,7 @@ TEST_F(AuthTest, WrongKeyClientRefusesChallengeAndSendsNoProof)
 
 TEST_F(AuthTest, WrongKeyServerRefusesProofAndSendsNoReady)
 {
-	Handshake c = makeClient(keyA);
-	Handshake s = makeServer(keyA);
-	Bytes hello = drain(c);
-	give(s, hello);
-	Bytes challenge = drain(s);
+	auto [c, s, hello, challenge] = openToProof(keyA);
 	/* A client that holds another secret answers the (valid) CHALLENGE. */
 	Bytes proof = forgeProof(keyB, hello, challenge, 2, 3);
 	EXPECT_EQ(give(s, proof), proof.size());
@@ -303,31 +313,30 @@ TEST_F(AuthTest, WrongKeyServerRefusesProofAndSendsNoReady)
 	EXPECT_NE(m.find("test-client"), std::string::npos) << m;
 
 	/* The same forgery with the right key passes: the refusal was the key's. */
-	Handshake c2 = makeClient(keyA);
-	Handshake s2 = makeServer(keyA);
-	Bytes hello2 = drain(c2);
-	give(s2, hello2);
-	Bytes challenge2 = drain(s2);
-	give(s2, forgeProof(keyA, hello2, challenge2, 2, 3));
-	EXPECT_EQ(s2.state(), AuthState::Done);
+	AtProof again = openToProof(keyA);
+	give(again.s, forgeProof(keyA, again.hello, again.challenge, 2, 3));
+	EXPECT_EQ(again.s.state(), AuthState::Done);
 }
 
-TEST_F(AuthTest, ProofBindsTheClaimedRankAndLeader)
+TEST_F(AuthTest, ProofBindsTheClaimedRankLeaderAndPurpose)
 {
-	Handshake c = makeClient(keyA);
-	Handshake s = makeServer(keyA);
-	Bytes hello = drain(c);
-	give(s, hello);
-	Bytes challenge = drain(s);
-	/* macC computed for rank 3, frame claims rank 1. */
-	Bytes proof = forgeProof(keyA, hello, challenge, 2, 3);
-	le::store<uint32_t>(proof.data() + kHeaderBytes, 1);
-	give(s, proof);
-	EXPECT_EQ(s.failure(), AuthError::BadMac);
-	EXPECT_TRUE(s.output().empty());
+	/*
+	 * macC computed for rank 3 of a stream connection; the frame claims
+	 * rank 1, or a bulk connection (a stream's PROOF turned into a bulk
+	 * one's in transit).
+	 */
+	const std::pair<std::size_t, uint32_t> tamper[] = { { 0, 1 }, { 4, kPurposeBulk } };
+	for (auto [at, value] : tamper) {
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		Bytes proof = forgeProof(keyA, hello, challenge, 2, 3);
+		le::store<uint32_t>(proof.data() + kHeaderBytes + at, value);
+		give(s, proof);
+		EXPECT_EQ(s.failure(), AuthError::BadMac) << "word at " << at;
+		EXPECT_TRUE(s.output().empty());
+	}
 }
 
-TEST_F(AuthTest, ProofCarriesAndBindsTheConnectionsPurpose)
+TEST_F(AuthTest, ProofCarriesTheConnectionsPurpose)
 {
 	/* A bulk connection says so, and the server learns it. */
 	ClientConfig cc = clientConfig();
@@ -343,18 +352,7 @@ TEST_F(AuthTest, ProofCarriesAndBindsTheConnectionsPurpose)
 	ASSERT_EQ(s.state(), AuthState::Done);
 	EXPECT_EQ(s.peer().purpose, kPurposeBulk);
 	EXPECT_EQ(s.peer().rank, 3u);
-
-	/* A stream connection's PROOF turned into a bulk one's in transit: macC binds the purpose. */
-	Handshake c2 = makeClient(keyA);
-	Handshake s2 = makeServer(keyA);
-	Bytes hello = drain(c2);
-	give(s2, hello);
-	Bytes challenge = drain(s2);
-	Bytes forged = forgeProof(keyA, hello, challenge, 2, 3);
-	le::store<uint32_t>(forged.data() + kHeaderBytes + 4, kPurposeBulk);
-	give(s2, forged);
-	EXPECT_EQ(s2.failure(), AuthError::BadMac);
-	EXPECT_TRUE(s2.output().empty());
+	/* That the MAC binds the purpose: ProofBindsTheClaimedRankLeaderAndPurpose. */
 }
 
 TEST_F(AuthTest, WrongJobHashRefusedBeforeAnyChallenge)
