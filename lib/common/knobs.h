@@ -144,12 +144,12 @@ inline constexpr Knob kKnobs[] = {
 	{ "RMA_NET_ZC_MIN", "a number of bytes", "65536",
 	  "the smallest send that goes zero-copy under RMA_NET_ZC (smaller ones are cheaper to copy)", knobs::number },
 	{ "RMA_NET_BULK", "a number of connections, 0 to 16", "2",
-	  "bulk connections from each process to each other host's server it sends to: puts of at least "
+	  "bulk connections from each process to each other host's server it sends to: puts and gets of at least "
 	  "RMA_NET_BULK_MIN bytes go there in 256 KiB chunks, round-robin, received whole where they are applied "
 	  "from; 0 sends everything on the one ordered connection",
 	  knobs::number },
 	{ "RMA_NET_BULK_MIN", "a number of bytes", "262144",
-	  "the smallest put that takes the bulk connections (RMA_NET_BULK)", knobs::number },
+	  "the smallest put or get that takes the bulk connections (RMA_NET_BULK)", knobs::number },
 	{ "RMA_NET_FIXED_BUFFERS", "0 or 1", "1",
 	  "1: a host server reads its bulk connections into buffers registered with io_uring (READ_FIXED; pages "
 	  "pinned once); 0: plain receives into the same buffers",

@@ -238,23 +238,25 @@ void Replier::data(FrameKind kind, std::span<const uint8_t> bytes, bool last) no
 
 /* ---- Link (origin side) ------------------------------------------------------- */
 
-Link::Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk)
-	: engine_(engine), server_(server), fd_(std::move(fd)), peerHost_(peerHost), bulk_(bulk), in_(bulk ? 4096 : 256 << 10)
+Link::Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk, uint64_t seqBase)
+	: engine_(engine), server_(server), fd_(std::move(fd)), peerHost_(peerHost), bulk_(bulk), seq_(seqBase),
+	  assembler_(bulk ? kMaxBulkBody : kMaxBody), in_(256 << 10)
 {
 }
 
 bool Link::onBulkReply(const ParsedFrame &f)
 {
-	/* A bulk connection's requests are PUTs and FLUSHes: the answers are ACKs and NACKs, in order. */
+	/* A bulk connection's requests are PUTs, GETs and FLUSHes: its own answers are ACKs and NACKs, in order. */
 	const auto kind = static_cast<FrameKind>(f.header.kind);
 	if (kind != FrameKind::Ack && kind != FrameKind::Nack)
 		return false;
-	if (kind == FrameKind::Nack && !refusal_)
-		refusal_ = makeError(static_cast<int>(f.word0), "rank %d's host refused a put of window %llu sent on a bulk "
-								 "connection (%s, detail %llu)",
-				     static_cast<int>(f.header.target), static_cast<unsigned long long>(f.header.window),
-				     className(static_cast<int>(f.word0)), static_cast<unsigned long long>(f.value));
+	if (bulkOfSeq(f.header.seq) != bulkOfSeq(seq_))
+		return false; /* not an answer to a request of ours */
 	acked_ = std::max(acked_, f.header.seq);
+	/* The refusal is its window's to report (its service, as on the stream). */
+	if (kind == FrameKind::Nack)
+		if (WindowService *s = engine_.findService(f.header.window))
+			s->onReply(f);
 	return true;
 }
 
@@ -363,6 +365,8 @@ int Link::pump()
 		received_ += static_cast<uint64_t>(n);
 		int bad = 0;
 		ParseContext ctx = engine_.parseContext(peerHost_);
+		if (bulk_)
+			ctx.maxBody = kMaxBulkBody;
 		bool ok = assembler_.feed(std::span<const uint8_t>(in_.data(), static_cast<std::size_t>(n)),
 					  [&](std::span<const uint8_t> frame) {
 						  if (bad)
@@ -372,7 +376,8 @@ int Link::pump()
 						  /* A reply for a window freed since still answers its request. */
 						  if (r.verdict == Verdict::Ok || r.reason == Reason::UnknownWindow)
 							  answered(f.header.seq);
-						  if (r.verdict == Verdict::Ok && bulk_) {
+						  const bool data = f.header.kind == static_cast<uint16_t>(FrameKind::GetReply);
+						  if (r.verdict == Verdict::Ok && bulk_ && !data) {
 							  if (!onBulkReply(f))
 								  r.reason = Reason::UnknownKind;
 						  } else if (r.verdict == Verdict::Ok) {
@@ -402,11 +407,14 @@ int Link::pump()
 void Link::tryDirect(const ParseContext &ctx)
 {
 	const std::span<const uint8_t> held = assembler_.held();
-	if (bulk_ || held.size() < kHeaderBytes)
-		return; /* a bulk connection has no data replies */
+	if (held.size() < kHeaderBytes)
+		return;
 	const FrameHeader h = decodeHeader(held.data());
 	if ((h.kind != static_cast<uint16_t>(FrameKind::GetReply) && h.kind != static_cast<uint16_t>(FrameKind::AccReply)) ||
 	    h.bodyLen < kDirectBytes)
+		return;
+	/* Only an answer to a request of this link (a bulk connection's gets have their own numbers). */
+	if (bulkOfSeq(h.seq) != bulkOfSeq(seq_))
 		return;
 	/* Everything parse() would check (a data reply's body is not read by any step); a bad one is left to parse(). */
 	if (checkDataReply(h, ctx).verdict != Verdict::Ok)
@@ -589,8 +597,9 @@ void Engine::unregisterWindow(uint64_t id)
 	windows_.erase(id);
 }
 
-Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t purpose)
+Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t index)
 {
+	const uint32_t purpose = index == kStreamIndex ? kPurposeStream : kPurposeBulk;
 	using Out = Result<std::unique_ptr<Link>>;
 	const EndpointCard &c = cards_[static_cast<std::size_t>(server)];
 	const std::string where = ipText(c.ipv4, c.port);
@@ -634,7 +643,9 @@ Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t purpose)
 		int bytes = 4 << 20;
 		(void)setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
 	}
-	return std::make_unique<Link>(*this, server, std::move(fd), hostOf(server), purpose == kPurposeBulk);
+	if (purpose == kPurposeStream)
+		return std::make_unique<Link>(*this, server, std::move(fd), hostOf(server));
+	return std::make_unique<Link>(*this, server, std::move(fd), hostOf(server), true, Link::bulkSeqBase(index));
 }
 
 Result<Link *> Engine::link(int server)
@@ -655,7 +666,7 @@ Result<Link *> Engine::cachedLink(int server, uint32_t index)
 			return Result<Link *>::failure(it->second->error());
 		return it->second.get();
 	}
-	auto l = connectTo(server, index == kStreamIndex ? kPurposeStream : kPurposeBulk);
+	auto l = connectTo(server, index);
 	if (!l)
 		return Result<Link *>::failure(l.code());
 	Link *out = l.value().get();
@@ -696,8 +707,10 @@ int Engine::startServer()
 			 * FIN too, and an origin that finished holds nothing here.
 			 * Locks are the stream's: a bulk connection holds none.
 			 */
-			if (!c.bulk)
+			if (!c.bulk) {
+				e->dropBulkOf(c.peerRank);
 				e->originGone(c.peerRank);
+			}
 			if ((error == ETIMEDOUT || error == EHOSTUNREACH) && e->config_.hostLost)
 				e->config_.hostLost(c.peerHost);
 		};
@@ -848,8 +861,8 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 		ctx.maxBody = kMaxBulkBody;
 	ParseResult r = parse(frame, ctx, f);
 	if (c.bulk && r.verdict != Verdict::Drop && f.header.kind != static_cast<uint16_t>(FrameKind::Put) &&
-	    f.header.kind != static_cast<uint16_t>(FrameKind::Flush)) {
-		/* A bulk connection carries puts and their flushes, nothing that orders against the stream. */
+	    f.header.kind != static_cast<uint16_t>(FrameKind::Get) && f.header.kind != static_cast<uint16_t>(FrameKind::Flush)) {
+		/* A bulk connection carries puts, gets and their flushes, nothing that orders against the stream. */
 		std::fprintf(stderr, "librma: rank %d: dropping a bulk connection from host %u: it sent a %s frame\n",
 			     config_.rank, c.peerHost, frameKindName(f.header.kind));
 		c.open = false;
@@ -876,6 +889,21 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 		c.open = false;
 		return true;
 	}
+}
+
+void Engine::dropBulkOf(uint32_t rank)
+{
+	/*
+	 * Its puts still in flight there belong to the epoch being released:
+	 * none may land after the release (in the next holder's epoch). Marked
+	 * closed, a connection delivers nothing more; the sweep of the next
+	 * pass closes it (no loop call from inside a callback).
+	 */
+	for (auto &[id, c] : conns_)
+		if (c.bulk && c.peerRank == rank) {
+			c.open = false;
+			c.parked.clear();
+		}
 }
 
 void Engine::originGone(uint32_t rank)
@@ -928,8 +956,10 @@ void Engine::serveLoop()
 				const bool bulk = c.bulk;
 				loop.close(it->first);
 				it = conns_.erase(it);
-				if (!bulk)
+				if (!bulk) {
+					dropBulkOf(rank);
 					originGone(rank);
+				}
 				continue;
 			}
 			++it;

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -140,23 +141,31 @@ class Engine;
 class Link
 {
 public:
-	/* @bulk: one of this process's bulk connections to @server (kPurposeBulk): it carries PUT and FLUSH only. */
-	Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk = false);
+	/*
+	 * @bulk: one of this process's bulk connections to @server
+	 * (kPurposeBulk): it carries PUT, GET and FLUSH, frames of up to
+	 * kMaxBulkBody, and numbers its requests from @seqBase on (bulkSeqBase()).
+	 */
+	Link(Engine &engine, int server, UniqueFd fd, uint32_t peerHost, bool bulk = false, uint64_t seqBase = 0);
+	/*
+	 * Sequence numbers say which connection a reply came on: 0 .. 2^48 - 1
+	 * on the stream, (i + 1) << 48 on from bulk connection i.
+	 */
+	static constexpr int kBulkSeqShift = 48;
+	static constexpr uint64_t bulkSeqBase(uint32_t index) { return (uint64_t{ index } + 1) << kBulkSeqShift; }
+	/* 0 for a stream's sequence number, i + 1 for bulk connection i's. */
+	static constexpr uint32_t bulkOfSeq(uint64_t seq) { return static_cast<uint32_t>(seq >> kBulkSeqShift); }
 	int server() const { return server_; }
 	bool bulk() const { return bulk_; }
 	/*
-	 * Bulk connections: their answers (ACK, NACK) are the link's, not a
-	 * window's. acked() is the highest sequence answered; takeRefusal()
-	 * returns the first NACK's error since the last call (then forgets it),
-	 * or RMA_SUCCESS.
+	 * Bulk connections: acked() is the highest sequence answered (an ACK
+	 * or a NACK). ACKs are the link's alone; NACKs and GET_REPLYs also go
+	 * to their window, as on the stream (each window reports its own
+	 * refusals: the bulk connections serve every window).
 	 */
 	uint64_t acked() const { return acked_; }
-	int takeRefusal()
-	{
-		const int rc = refusal_;
-		refusal_ = 0;
-		return rc;
-	}
+	/* Give the connection up (closed; every later call fails with RMA_ERR_PROC_FAILED naming @why); returns that error. */
+	int abort(const char *why) { return fail(ETIMEDOUT, why); }
 	/* Next request sequence number on this link (replies echo it). */
 	uint64_t nextSeq() { return ++seq_; }
 	/*
@@ -206,7 +215,7 @@ public:
 
 private:
 	[[gnu::cold]] int fail(int err, const char *what);
-	/* A bulk connection's answer (acked_, refusal_); false for any other kind. */
+	/* A bulk connection's ACK or NACK (acked_); false for any other kind or for an answer that is not ours. */
 	bool onBulkReply(const ParsedFrame &f);
 	/* After feed(): whether the incomplete frame is a large reply its window can take in place (then direct_). */
 	void tryDirect(const ParseContext &ctx);
@@ -219,10 +228,9 @@ private:
 	bool bulk_ = false;
 	uint64_t seq_ = 0;
 	uint64_t acked_ = 0;  /* bulk: the highest sequence answered */
-	int refusal_ = 0;     /* bulk: the first NACK not taken yet */
 	uint64_t received_ = 0;
 	int error_ = 0;
-	FrameAssembler assembler_{ kMaxBody };
+	FrameAssembler assembler_;
 	std::vector<uint8_t> in_;
 	std::vector<uint8_t> out_; /* queued frames */
 	/*
@@ -271,8 +279,8 @@ struct EngineConfig {
 	uint32_t zcMinBytes = 65536;  /* RMA_NET_ZC_MIN: the smallest send that goes zero-copy */
 	/*
 	 * RMA_NET_BULK: bulk connections per (origin process, server process),
-	 * 0 for none; RMA_NET_BULK_MIN: the smallest put that takes them. A put
-	 * of at least bulkMinBytes goes in chunks of kBulkChunkBytes,
+	 * 0 for none; RMA_NET_BULK_MIN: the smallest put or get that takes them. One
+	 * of at least bulkMinBytes goes in 256 KiB chunks (RemoteWindow::kBulkChunk),
 	 * round-robin over them (design §4.4).
 	 */
 	uint32_t bulkLinks = 2; /* K = 2 moved 1 MiB puts 8-15 % faster than K = 1 on the 2-CPU veth link; 4 no better */
@@ -342,7 +350,7 @@ public:
 	Result<Link *> link(int server);
 	/*
 	 * Bulk connection @index (0 .. RMA_NET_BULK - 1) to world rank
-	 * @server's process, connecting on first use: large puts go there in
+	 * @server's process, connecting on first use: large puts and gets go there in
 	 * chunks, beside the ordered stream of link(@server) (design §4.4).
 	 * Errors as link().
 	 */
@@ -359,8 +367,8 @@ public:
 
 private:
 	Engine() = default;
-	/* Connect to @server's process and authenticate, saying @purpose (kPurposeStream or kPurposeBulk). */
-	Result<std::unique_ptr<Link>> connectTo(int server, uint32_t purpose);
+	/* Connect to @server's process and authenticate as its stream (kStreamIndex) or bulk connection @index. */
+	Result<std::unique_ptr<Link>> connectTo(int server, uint32_t index);
 	int startServer();
 	void acceptLoop();
 	void serveLoop();
@@ -368,6 +376,8 @@ private:
 	bool handleRequest(ConnId conn, std::span<const uint8_t> frame);
 	/* Server thread: origin @rank's connection is gone, its parked requests with it: tell every window. */
 	void originGone(uint32_t rank);
+	/* Server thread: before originGone(@rank): its bulk connections deliver nothing more. */
+	void dropBulkOf(uint32_t rank);
 
 	struct ServerConn {
 		uint32_t peerHost = 0;

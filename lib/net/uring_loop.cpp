@@ -475,6 +475,8 @@ void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
 	} else if (res == -ENOBUFS) {
 		/* Every buffer was in use: the multishot ended; arm() re-arms it on this pass. */
 		++stats_.enobufs;
+	} else if (res == -EAGAIN && c.exact) {
+		/* A READ_FIXED on a nonblocking socket with nothing there (kernels before ~6.3 say so): ask again. */
 	} else if (c.open) {
 		const int err = res == 0 ? 0 : -res;
 		shut(c);

@@ -208,14 +208,15 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 	return RMA_SUCCESS;
 }
 
-int RemoteWindow::sendBulk(const char *call, Stream &s, int target, std::span<const uint8_t> body,
-			   std::span<const uint8_t> data)
+int RemoteWindow::sendBulk(const char *call, Stream &s, int target, FrameKind kind, std::span<const uint8_t> body,
+			   std::span<const uint8_t> data, uint32_t &index, uint64_t &seq)
 {
 	net::Engine &e = *net::engine();
 	const uint32_t k = e.config().bulkLinks;
 	if (s.bulk.size() != k) {
 		s.bulk.assign(k, nullptr);
 		s.bulkSent.assign(k, 0);
+		s.bulkGets.assign(k, {});
 	}
 	const uint32_t i = s.nextBulk++ % k;
 	if (!s.bulk[i]) {
@@ -227,7 +228,7 @@ int RemoteWindow::sendBulk(const char *call, Stream &s, int target, std::span<co
 	}
 	net::Link &link = *s.bulk[i];
 	net::FrameHeader h;
-	h.kind = static_cast<uint16_t>(FrameKind::Put);
+	h.kind = static_cast<uint16_t>(kind);
 	h.bodyLen = static_cast<uint32_t>(body.size() + data.size());
 	h.window = id_;
 	h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
@@ -240,6 +241,8 @@ int RemoteWindow::sendBulk(const char *call, Stream &s, int target, std::span<co
 		return makeError(errorClass(rc), "%s: target rank %d of window '%s': %s", call, target, win_.name.c_str(),
 				 errorMessage(rc).c_str());
 	s.bulkSent[i] = h.seq;
+	index = i;
+	seq = h.seq;
 	return RMA_SUCCESS;
 }
 
@@ -278,13 +281,16 @@ void RemoteWindow::drainBulk(Stream &s)
 				start = now;
 				seen = l->received();
 			} else if (now - start > timeoutMs) {
-				rc = makeError(RMA_ERR_PROC_FAILED,
-					       "rank %d's host did not answer on bulk connection %zu within %d ms (RMA_NET_TIMEOUT_MS)",
-					       s.server, i, timeoutMs);
+				/*
+				 * Nothing says what it applied: the connection is given up
+				 * (later bulk transfers to that host fail), never taken
+				 * for drained.
+				 */
+				rc = l->abort("did not answer a bulk flush within RMA_NET_TIMEOUT_MS");
 			}
 		}
-		if (rc == RMA_SUCCESS)
-			rc = l->takeRefusal();
+		/* Every reply came before the ACK: gets still listed were refused (or the link is lost). */
+		s.bulkGets[i].clear();
 		s.bulkSent[i] = 0;
 		if (rc != RMA_SUCCESS && !s.error)
 			s.error = rc;
@@ -323,7 +329,8 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 	 * them (drainBulk()).
 	 */
 	const net::EngineConfig &nc = net::engine()->config();
-	const bool bulk = shape.kind == FrameKind::Put && nc.bulkLinks > 0 && static_cast<uint64_t>(bytes) >= nc.bulkMinBytes;
+	const bool bulk = (shape.kind == FrameKind::Put || shape.kind == FrameKind::Get) && nc.bulkLinks > 0 &&
+			  static_cast<uint64_t>(bytes) >= nc.bulkMinBytes;
 	if (bulk && st.lockSeq > st.acked)
 		RMA_TRY(waitAck(call, st, st.lockSeq, true));
 	/* Data per frame: what fits beside the most runs a frame takes, in whole elements. */
@@ -398,7 +405,13 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 			payload = std::span(reinterpret_cast<const uint8_t *>(packed + done), data);
 		uint64_t seq = 0;
 		if (bulk) {
-			RMA_TRY(sendBulk(call, st, target, body, payload));
+			uint32_t i = 0;
+			RMA_TRY(sendBulk(call, st, target, shape.kind, body, payload, i, seq));
+			if (shape.fetches) {
+				st.bulkGets[i].push_back(PendingGet{ seq, dest + done, data, staging });
+				if (data >= net::Link::kDirectBytes)
+					st.bulk[i]->expectLargeReply(seq);
+			}
 			done += static_cast<rma_count>(data);
 			continue;
 		}
@@ -698,26 +711,38 @@ int RemoteWindow::fence(const char *call, uint64_t epoch)
 	 * stream, and the server writes our barrier mirror only once it has
 	 * applied everything before it.
 	 */
+	int first = RMA_SUCCESS;
 	for (auto &sp : streams_) {
 		if (!sp || !sp->link)
 			continue;
 		drainBulk(*sp);
-		RMA_TRY(waitFetches(call, *sp));
+		/* A refusal is reported after the FENCEs: the other members wait for ours whatever happened. */
+		if (int rc = waitFetches(call, *sp); rc != RMA_SUCCESS && first == RMA_SUCCESS)
+			first = rc;
 	}
 	uint8_t body[8];
 	net::le::store<uint64_t>(body, epoch);
-	RMA_TRY(forEachOtherHost(call, [&](Stream &s) {
+	for (int t = 0; t < win_.size(); ++t) {
+		if (!servesOtherHost(t))
+			continue;
+		auto s = releaseStream(call, t);
+		int rc = s ? RMA_SUCCESS : s.code();
 		uint64_t seq = 0;
-		RMA_TRY(sendRequest(s, FrameKind::Fence, 0, body, seq));
-		/* Everything sent so far is complete once the others have seen this FENCE. */
-		s.acked = std::max(s.acked, seq);
-		/* The others wait for it: out now. */
-		return s.link->push();
-	}));
+		if (rc == RMA_SUCCESS)
+			rc = sendRequest(*s.value(), FrameKind::Fence, 0, body, seq);
+		if (rc == RMA_SUCCESS) {
+			/* Everything sent so far is complete once the others have seen this FENCE. */
+			s.value()->acked = std::max(s.value()->acked, seq);
+			/* The others wait for it: out now. */
+			rc = s.value()->link->push();
+		}
+		if (rc != RMA_SUCCESS && first == RMA_SUCCESS)
+			first = rc;
+	}
 	for (int t = 0; t < win_.size(); ++t)
 		if (hostOf_[static_cast<std::size_t>(t)] != myHost_)
 			win_.accApplied_[t] = win_.accIssued_[t];
-	return RMA_SUCCESS;
+	return first;
 }
 
 int RemoteWindow::waitFetches(const char *call, Stream &s)
@@ -764,12 +789,16 @@ int RemoteWindow::post(const char *call, const std::vector<int> &origins)
 
 int RemoteWindow::complete(const char *call, int target, uint64_t count)
 {
-	auto s = stream(call, target);
+	auto s = releaseStream(call, target);
 	if (!s)
 		return s.code();
-	/* Our gets and fetches from it complete here; puts and accumulates are applied before COMPLETE. */
+	/*
+	 * Our gets and fetches from it complete here; puts and accumulates are
+	 * applied before COMPLETE. A refusal is reported after COMPLETE has
+	 * left: the target's wait needs it whatever happened.
+	 */
 	drainBulk(*s.value());
-	RMA_TRY(waitFetches(call, *s.value()));
+	const int refused = waitFetches(call, *s.value());
 	uint8_t body[8];
 	net::le::store<uint64_t>(body, count);
 	uint64_t seq = 0;
@@ -778,13 +807,23 @@ int RemoteWindow::complete(const char *call, int target, uint64_t count)
 	/* The target waits for it in wait(): out now. */
 	RMA_TRY(s.value()->link->push());
 	win_.accApplied_[target] = win_.accIssued_[target];
-	return RMA_SUCCESS;
+	return refused;
 }
 
 uint64_t RemoteWindow::requestSeq(int target)
 {
 	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
-	return s ? s->sent : 0;
+	if (!s)
+		return 0;
+	/*
+	 * A request's completion follows the stream's replies; a large rget
+	 * went over the bulk connections instead: it completes here (their
+	 * FLUSH comes back after its replies), and a refusal is reported by
+	 * the request's wait.
+	 */
+	if (std::any_of(s->bulkGets.begin(), s->bulkGets.end(), [](const auto &g) { return !g.empty(); }))
+		drainBulk(*s);
+	return s->sent;
 }
 
 bool RemoteWindow::repliesDone(int target, uint64_t seq)
@@ -851,12 +890,16 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 	if (!sp)
 		return;
 	Stream &s = *sp;
+	/* A bulk connection's ACKs are its link's; its NACKs come here (numbered apart: net::Link::bulkOfSeq()). */
+	const bool bulk = net::Link::bulkOfSeq(f.header.seq) != 0;
 	switch (static_cast<FrameKind>(f.header.kind)) {
 	case FrameKind::Ack:
-		s.acked = std::max(s.acked, f.header.seq);
+		if (!bulk)
+			s.acked = std::max(s.acked, f.header.seq);
 		break;
 	case FrameKind::Nack:
-		s.acked = std::max(s.acked, f.header.seq);
+		if (!bulk)
+			s.acked = std::max(s.acked, f.header.seq);
 		/* A LOCK_ALL tried (kLockAllTry) and not granted: an answer, not an error. */
 		if (f.word0 == RMA_ERR_PENDING) {
 			s.busy = f.header.seq;
@@ -888,19 +931,21 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 					    static_cast<unsigned long long>(f.header.seq), className(static_cast<int>(f.word0)),
 					    static_cast<unsigned long long>(f.value));
 		/* A refused GET sends no data: forget it. */
-		while (!s.gets.empty() && s.gets.front().seq <= f.header.seq)
-			s.gets.pop_front();
+		if (std::deque<PendingGet> *gets = pendingGets(s, f.header.seq))
+			while (!gets->empty() && gets->front().seq <= f.header.seq)
+				gets->pop_front();
 		break;
 	case FrameKind::GetReply:
 	case FrameKind::AccReply: {
-		if (s.gets.empty() || s.gets.front().seq != f.header.seq || s.gets.front().bytes != f.data.size()) {
+		std::deque<PendingGet> *gets = pendingGets(s, f.header.seq);
+		if (!gets || gets->empty() || gets->front().seq != f.header.seq || gets->front().bytes != f.data.size()) {
 			if (!s.error)
 				s.error = makeError(RMA_ERR_INTERN, "a GET_REPLY (seq %llu, %zu bytes) matches no pending get",
 						    static_cast<unsigned long long>(f.header.seq), f.data.size());
 			break;
 		}
-		std::memcpy(s.gets.front().dest, f.data.data(), f.data.size());
-		finishGet(s);
+		std::memcpy(gets->front().dest, f.data.data(), f.data.size());
+		finishGet(*gets);
 		break;
 	}
 	default:
@@ -916,10 +961,10 @@ RemoteWindow::Stream *RemoteWindow::replyStream(const net::FrameHeader &h) noexc
 	return streams_[hostOf_[static_cast<std::size_t>(t)]].get();
 }
 
-void RemoteWindow::finishGet(Stream &s) noexcept
+void RemoteWindow::finishGet(std::deque<PendingGet> &gets) noexcept
 {
-	PendingGet g = std::move(s.gets.front());
-	s.gets.pop_front();
+	PendingGet g = std::move(gets.front());
+	gets.pop_front();
 	if (g.staging) {
 		g.staging->left -= g.bytes;
 		if (g.staging->left == 0)
@@ -934,16 +979,19 @@ uint8_t *RemoteWindow::replyDestination(const net::FrameHeader &h) noexcept
 {
 	/* Exactly the reply onReply() would take next: the oldest get's sequence number and length. */
 	Stream *s = replyStream(h);
-	if (!s || s->gets.empty() || s->gets.front().seq != h.seq || s->gets.front().bytes != h.bodyLen)
+	std::deque<PendingGet> *gets = s ? pendingGets(*s, h.seq) : nullptr;
+	if (!gets || gets->empty() || gets->front().seq != h.seq || gets->front().bytes != h.bodyLen)
 		return nullptr;
-	return reinterpret_cast<uint8_t *>(s->gets.front().dest);
+	return reinterpret_cast<uint8_t *>(gets->front().dest);
 }
 
 void RemoteWindow::onReplyPlaced(const net::FrameHeader &h) noexcept
 {
 	/* The link asked replyDestination() right before the last read, and nothing else ran since. */
-	if (Stream *s = replyStream(h); s && !s->gets.empty() && s->gets.front().seq == h.seq)
-		finishGet(*s);
+	Stream *s = replyStream(h);
+	if (std::deque<PendingGet> *gets = s ? pendingGets(*s, h.seq) : nullptr;
+	    gets && !gets->empty() && gets->front().seq == h.seq)
+		finishGet(*gets);
 }
 
 /* ---- Server side ---------------------------------------------------------------- */

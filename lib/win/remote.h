@@ -194,20 +194,34 @@ private:
 		std::size_t behindLock = 0; /* bytes of frames sent after it */
 		/*
 		 * Bulk connections to the same server (RMA_NET_BULK of them,
-		 * connected on first use): large puts go there in kBulkChunk
+		 * connected on first use): large puts and gets go there in kBulkChunk
 		 * pieces, round-robin. Nothing orders them with the stream, so
 		 * every synchronization on the stream (flush, unlock, unlock_all,
 		 * fence, complete) first waits until each has answered a FLUSH
 		 * sent behind its puts (drainBulk()).
 		 */
 		std::vector<net::Link *> bulk;
-		std::vector<uint64_t> bulkSent; /* seq of the last put on each, 0 once answered */
+		std::vector<uint64_t> bulkSent; /* seq of the last request on each, 0 once answered */
+		std::vector<std::deque<PendingGet>> bulkGets; /* gets on each, oldest first (replies come in order there) */
 		uint32_t nextBulk = 0;
 	};
 	/* A bulk put's frames: this much data each (round-robin over the bulk connections, design §4.4). */
 	static constexpr std::size_t kBulkChunk = std::size_t{ 256 } << 10;
-	/* One PUT frame with body @body then @data on the next bulk connection to @s's server. */
-	int sendBulk(const char *call, Stream &s, int target, std::span<const uint8_t> body, std::span<const uint8_t> data);
+	/*
+	 * One PUT or GET frame (@kind) with body @body then @data on the next
+	 * bulk connection to @s's server: which one (@index) and its sequence
+	 * number (@seq).
+	 */
+	int sendBulk(const char *call, Stream &s, int target, net::FrameKind kind, std::span<const uint8_t> body,
+		     std::span<const uint8_t> data, uint32_t &index, uint64_t &seq);
+	/* The gets a reply numbered @seq answers (the stream's or a bulk connection's; net::Link::bulkOfSeq()), or nullptr. */
+	std::deque<PendingGet> *pendingGets(Stream &s, uint64_t seq) noexcept
+	{
+		const uint32_t b = net::Link::bulkOfSeq(seq);
+		if (b == 0)
+			return &s.gets;
+		return b <= s.bulkGets.size() ? &s.bulkGets[b - 1] : nullptr;
+	}
 	/*
 	 * Wait until every bulk connection to @s's server has applied what we
 	 * put there (a FLUSH each, and its ACK). A failure or a refusal is
@@ -221,8 +235,8 @@ private:
 	Result<Stream *> releaseStream(const char *call, int target);
 	/* The stream a reply with header @h belongs to (nullptr: none). */
 	Stream *replyStream(const net::FrameHeader &h) noexcept;
-	/* The oldest get's reply has arrived at its destination: retire it (unpack a staged origin after its last piece). */
-	void finishGet(Stream &s) noexcept;
+	/* The oldest get of @gets has its reply at its destination: retire it (unpack a staged origin after its last piece). */
+	void finishGet(std::deque<PendingGet> &gets) noexcept;
 	/*
 	 * One request frame of @kind on @s: @targetWorld is the target's world
 	 * rank (the server's for FLUSH; 0 for the kinds that name none); its

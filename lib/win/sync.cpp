@@ -685,8 +685,14 @@ int Window::complete()
 	for (int t : startGroup_) {
 #ifdef RMA_HAVE_NET
 		if (isRemote(t)) {
-			/* Our completes to t so far, counted here (t's row lives on its host). */
-			RMA_TRY(remote_->complete("rma_win_complete", t, ++completesSent_[t]));
+			/*
+			 * Our completes to t so far, counted here (t's row lives on its
+			 * host). COMPLETE leaves even after a refused operation (t's wait
+			 * would never end otherwise); the refusal is reported below.
+			 */
+			if (int rc = remote_->complete("rma_win_complete", t, ++completesSent_[t]);
+			    rc != RMA_SUCCESS && failed == RMA_SUCCESS)
+				failed = rc;
 			access_[t] = 0;
 			continue;
 		}

@@ -411,10 +411,15 @@ int Window::barrier(const char *call)
 {
 	const int me = comm_->rank();
 	const uint64_t epoch = ++barriers_;
+	/*
+	 * Members on other hosts: their servers mirror our word there, theirs
+	 * here (remote.h). A refused operation is reported after the barrier:
+	 * every member waits for our word, which must be published anyway.
+	 */
+	int refused = RMA_SUCCESS;
 #ifdef RMA_HAVE_NET
-	/* Members on other hosts: their servers mirror our word there, theirs here (remote.h). */
 	if (remote_)
-		RMA_TRY(remote_->fence(call, epoch));
+		refused = remote_->fence(call, epoch);
 #endif
 	/*
 	 * Release: pairs with the acquire loads below in every peer. Publishes
@@ -431,7 +436,7 @@ int Window::barrier(const char *call)
 				  [&theirs, epoch] { return theirs.load(std::memory_order_acquire) >= epoch; }));
 	}
 	crossProcessEdge();
-	return RMA_SUCCESS;
+	return refused;
 }
 
 int Window::fence(int assert)

@@ -52,6 +52,7 @@ public:
 		case FrameKind::Put:
 			std::memcpy(memory_.data() + f.op.disp, f.data.data(), f.data.size());
 			++puts_;
+			putsAfterLost_ += lost_.load() >= 0;
 			break;
 		case FrameKind::Flush:
 			reply.ack();
@@ -84,6 +85,8 @@ public:
 	{
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
 			acked_.store(f.header.seq);
+		if (f.header.kind == static_cast<uint16_t>(FrameKind::Nack))
+			lastNack_.store(static_cast<int>(f.word0));
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::GetReply)) {
 			if (gets_.empty() || gets_.front().seq != f.header.seq || gets_.front().bytes != f.data.size()) {
 				++strayReplies_;
@@ -137,6 +140,8 @@ public:
 		return memory_[i];
 	}
 	std::atomic<uint64_t> acked_{ 0 };
+	std::atomic<int> lastNack_{ 0 }; /* the error class of the last NACK (0: none) */
+	std::atomic<int> putsAfterLost_{ 0 }; /* puts applied after onOriginLost() */
 
 private:
 	int32_t ranks_[2] = { 0, 1 };
@@ -544,9 +549,9 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
 
 /*
  * A bulk connection (kPurposeBulk) takes PUT frames larger than the stream's
- * 64 KiB, received whole; its ACKs and NACKs are the link's own (the
- * window's stream sequence is not touched), a refusal is kept for
- * takeRefusal().
+ * 64 KiB, received whole; its ACKs are the link's own (the window's stream
+ * sequence is not touched), its NACKs reach their window too (the window
+ * reports its own refusals).
  */
 TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
 {
@@ -569,9 +574,8 @@ TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
 		wrong += server_.at(1000 + i) != data[i];
 	EXPECT_EQ(wrong, 0u);
 	EXPECT_EQ(origin_.acked_.load(), 0u) << "a bulk link's ACK reached the window's stream";
-	const int refusal = b.takeRefusal();
-	EXPECT_EQ(errorClass(refusal), RMA_ERR_RMA_RANGE) << errorMessage(refusal);
-	EXPECT_EQ(b.takeRefusal(), RMA_SUCCESS) << "a refusal is reported once";
+	EXPECT_EQ(origin_.lastNack_.load(), RMA_ERR_RMA_RANGE) << "the refusal did not reach its window";
+	EXPECT_GE(Link::bulkOfSeq(flush), 1u) << "bulk sequence numbers are apart from the stream's";
 	/* The same frame on the ordered stream is too long for it: that connection is dropped. */
 	auto stream = engines_[0]->link(1);
 	ASSERT_TRUE(stream);
@@ -602,6 +606,44 @@ TEST_F(EngineTest, ABulkConnectionThatSendsAnythingButPutsIsDroppedAlone)
 	EXPECT_TRUE(flushed(*stream.value()));
 	/* A failed bulk link stays failed. */
 	EXPECT_FALSE(engines_[0]->bulkLink(1, 1));
+}
+
+/*
+ * An origin whose stream ends (its process died) has its locks released
+ * there; its puts still in flight on its bulk connections belong to the
+ * epoch it held and must not land after that (in the next holder's): the
+ * server stops applying them first.
+ */
+TEST_F(EngineTest, ABulkPutInFlightIsNeverAppliedAfterItsOriginsRelease)
+{
+	int fd = authenticatedConnect(); /* rank 0's stream */
+	ASSERT_GE(fd, 0);
+	auto link = engines_[0]->bulkLink(1, 0); /* rank 0's bulk connection */
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &b = *link.value();
+	std::vector<uint8_t> data(100 << 10, 0x5a);
+	std::atomic<bool> stop{ false };
+	std::thread sender([&] {
+		/* Puts until the link fails (the server dropped it) or 10 s pass. */
+		auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (!stop.load() && std::chrono::steady_clock::now() < end)
+			if (b.send(putFrame(b.nextSeq(), 0, data)) != RMA_SUCCESS)
+				break;
+	});
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	while (server_.puts() < 3 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::microseconds(100));
+	EXPECT_GE(server_.puts(), 3);
+	/* The stream breaks (RST) while puts stream in on the bulk connection. */
+	linger hard{ 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+	close(fd);
+	EXPECT_TRUE(waitLost());
+	std::this_thread::sleep_for(std::chrono::milliseconds(100));
+	stop.store(true);
+	sender.join();
+	EXPECT_EQ(server_.putsAfterLost_.load(), 0) << "a put arrived on the bulk connection after its origin's release";
+	EXPECT_TRUE(pumpUntil(b, [&] { return b.failed(); })) << "the server kept the lost origin's bulk connection";
 }
 
 /*

@@ -278,11 +278,12 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RemoteRmaAcrossHostsTest,
 					 Layout{ "ThreeHostsOneRankEach", 3, 3, true },
 					 Layout{ "ThreeHostsTwoTwoAndOneRanks", 3, 5, false },
 					 /*
-					  * Every put over 3 bulk connections per server, whatever its size:
-					  * each synchronization (flush, unlock, unlock_all, fence, PSCW,
-					  * free) must wait for them, and a refusal on one must be reported.
+					  * Every put and get over 3 bulk connections per server, whatever
+					  * its size: each synchronization (flush, unlock, unlock_all,
+					  * fence, PSCW, free, an rget's completion) must wait for them,
+					  * and a refusal on one must be reported by its window.
 					  */
-					 Layout{ "TwoHostsEveryPutInBulk", 2, 4, false,
+					 Layout{ "TwoHostsEveryTransferInBulk", 2, 4, false,
 						 { "RMA_NET_BULK=3", "RMA_NET_BULK_MIN=1" } }),
 			 [](const testing::TestParamInfo<Layout> &info) { return std::string(info.param.name); });
 
