@@ -322,11 +322,12 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 		return s.code();
 	Stream &st = *s.value();
 	/*
-	 * A large put goes over the bulk connections, received there whole
-	 * where it is applied from (no reassembly copy). They are not ordered
-	 * with the stream: a lazy LOCK must be granted before (its server
-	 * would not park them behind it), and the synchronizations wait for
-	 * them (drainBulk()).
+	 * A large put or get goes over the bulk connections (a put's chunks
+	 * received there whole where they are applied from, no reassembly
+	 * copy; a get's replies come back on the chunk's connection). They are
+	 * not ordered with the stream: a lazy LOCK must be granted before (its
+	 * server would not park them behind it), and the synchronizations wait
+	 * for them (drainBulk()).
 	 */
 	const net::EngineConfig &nc = net::engine()->config();
 	const bool bulk = (shape.kind == FrameKind::Put || shape.kind == FrameKind::Get) && nc.bulkLinks > 0 &&

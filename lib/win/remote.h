@@ -17,13 +17,16 @@
  *  - put: PUT frames of at most 64 KiB, each carrying a piece of the target
  *    type as runs; the data is the origin's, packed. Complete locally on
  *    return (the bytes are in the socket), remotely at the next flush.
+ *    From RMA_NET_BULK_MIN bytes on, puts and gets go in 256 KiB frames
+ *    over the bulk connections instead (Stream::bulk, drainBulk()).
  *  - get: GET frames of the same shape; each reply lands in the origin
  *    buffer (or in a staging buffer, unpacked by the last reply). Complete
  *    at the next flush (the replies come before the flush's ACK), or for
  *    rget once its replies are in (requestSeq()/repliesDone()).
  *  - flush(t) / flushAll: FLUSH on each stream with traffic since the last
  *    ACK, then wait for the ACKs (TCP order: everything before is applied).
- *  - lock(t): LOCK, wait for its ACK (granted); unlock: flush, UNLOCK, ACK.
+ *  - lock(t) is lazy: LOCK is queued and the epoch's frames follow it;
+ *    unlock: UNLOCK behind them, wait for its ACK (a refusal is reported).
  *    lock_all: every host's part (this host's global word as on one host,
  *    LOCK_ALL to each other host's server, which takes its host's word for
  *    us), never waiting for one part while holding another: it waits for
