@@ -39,6 +39,27 @@ int64_t nowMs()
 } /* namespace */
 
 /* The address space, as one region: what a dynamic target's view admits before its regions are checked. */
+/* How long a link has been silent: restarted whenever bytes arrive (a wait's timeout counts silence, not work). */
+class Silence
+{
+public:
+	explicit Silence(const net::Link &link) : link_(link), seen_(link.received()) {}
+	/* Milliseconds without a byte as of @now (0 on the first look and whenever something arrived since the last). */
+	int64_t ms(int64_t now)
+	{
+		if (!start_ || link_.received() != seen_) {
+			start_ = now;
+			seen_ = link_.received();
+		}
+		return now - start_;
+	}
+
+private:
+	const net::Link &link_;
+	uint64_t seen_;
+	int64_t start_ = 0;
+};
+
 constexpr net::MemRegion kAnyAddress{ 0, UINT64_MAX };
 
 /* A get into a non-contiguous origin buffer: its pieces land here, the last one unpacks. */
@@ -157,8 +178,7 @@ int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, s
 int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout)
 {
 	const int timeoutMs = net::engine()->config().timeoutMs;
-	int64_t start = 0;
-	uint64_t seen = s.link->received();
+	Silence silence(*s.link);
 	/*
 	 * Until @seq is answered, or the link is lost or silent too long. A
 	 * refusal (NACK) of an earlier request does not end the wait: the
@@ -187,10 +207,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 		 * (a window of gets) restart it. A LOCK not answered yet may be
 		 * parked behind another holder: no timeout until it is.
 		 */
-		if (!start || s.link->received() != seen) {
-			start = now;
-			seen = s.link->received();
-		} else if (!noTimeout && s.acked >= s.lockSeq && now - start > timeoutMs) {
+		if (silence.ms(now) > timeoutMs && !noTimeout && s.acked >= s.lockSeq) {
 			if (!s.error)
 				s.error = makeError(RMA_ERR_PROC_FAILED,
 						    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
@@ -270,17 +287,13 @@ void RemoteWindow::drainBulk(Stream &s)
 				rc = l->push();
 		}
 		/* As waitAck(): no timeout while bytes keep arriving; silence for RMA_NET_TIMEOUT_MS fails it. */
-		int64_t start = 0;
-		uint64_t seen = l->received();
+		Silence silence(*l);
 		for (SpinWait wait; rc == RMA_SUCCESS && l->acked() < seq; wait.once()) {
 			rc = l->pump();
 			if (rc != RMA_SUCCESS || l->acked() >= seq || wait.count() < SpinWait::kSpins || (wait.count() & 0xff))
 				continue;
 			const int64_t now = nowMs();
-			if (!start || l->received() != seen) {
-				start = now;
-				seen = l->received();
-			} else if (now - start > timeoutMs) {
+			if (silence.ms(now) > timeoutMs) {
 				/*
 				 * Nothing says what it applied: the connection is given up
 				 * (later bulk transfers to that host fail), never taken
