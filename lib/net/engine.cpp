@@ -662,9 +662,16 @@ Result<Link *> Engine::cachedLink(int server, uint32_t index)
 {
 	const auto key = std::make_pair(server, index);
 	if (auto it = links_.find(key); it != links_.end()) {
-		if (it->second->failed())
+		if (!it->second->failed())
+			return it->second.get();
+		/* A lost stream took its origin's locks with it: never replaced behind the application's back. */
+		if (index == kStreamIndex)
 			return Result<Link *>::failure(it->second->error());
-		return it->second.get();
+		/* A bulk connection is replaced while the stream lives (bulkLink()). */
+		if (auto st = links_.find(std::make_pair(server, kStreamIndex)); st != links_.end() && st->second->failed())
+			return Result<Link *>::failure(st->second->error());
+		retired_.push_back(std::move(it->second));
+		links_.erase(it);
 	}
 	auto l = connectTo(server, index);
 	if (!l)
@@ -1030,6 +1037,7 @@ void Engine::stop()
 	}
 	loopOwner_.reset();
 	links_.clear();
+	retired_.clear();
 	listener_.reset();
 }
 

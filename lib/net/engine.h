@@ -352,7 +352,11 @@ public:
 	 * Bulk connection @index (0 .. RMA_NET_BULK - 1) to world rank
 	 * @server's process, connecting on first use: large puts and gets go there in
 	 * chunks, beside the ordered stream of link(@server) (design §4.4).
-	 * Errors as link().
+	 * A bulk connection that failed is replaced by a new one here while
+	 * the stream lives (it holds no locks; the transfers it lost were
+	 * reported by their drain): the failed Link stays valid (failed) for
+	 * whoever still holds it. Errors as link(); the stream's own error
+	 * once the stream is lost.
 	 */
 	Result<Link *> bulkLink(int server, uint32_t index);
 
@@ -429,6 +433,8 @@ private:
 	/* Origin side: by (server, bulk index or kStreamIndex). */
 	static constexpr uint32_t kStreamIndex = UINT32_MAX;
 	std::map<std::pair<int, uint32_t>, std::unique_ptr<Link>> links_;
+	/* Failed bulk links replaced by new ones: windows may still hold them (RemoteWindow::Stream::bulk). Until stop(). */
+	std::vector<std::unique_ptr<Link>> retired_;
 	/* The link to @server's process: its ordered stream (kStreamIndex) or bulk connection @index; connects on first use. */
 	Result<Link *> cachedLink(int server, uint32_t index);
 };

@@ -236,7 +236,12 @@ int RemoteWindow::sendBulk(const char *call, Stream &s, int target, FrameKind ki
 		s.bulkGets.assign(k, {});
 	}
 	const uint32_t i = s.nextBulk++ % k;
-	if (!s.bulk[i]) {
+	/*
+	 * A failed connection with nothing of ours pending is replaced (the
+	 * engine reconnects while the stream lives); with transfers pending
+	 * it stays until drainBulk() has reported them.
+	 */
+	if (!s.bulk[i] || (s.bulk[i]->failed() && s.bulkSent[i] == 0)) {
 		auto l = e.bulkLink(s.server, i);
 		if (!l)
 			return makeError(errorClass(l.code()), "%s: target rank %d of window '%s': bulk connection %u: %s", call,

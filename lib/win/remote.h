@@ -197,7 +197,8 @@ private:
 		std::size_t behindLock = 0; /* bytes of frames sent after it */
 		/*
 		 * Bulk connections to the same server (RMA_NET_BULK of them,
-		 * connected on first use): large puts and gets go there in kBulkChunk
+		 * connected on first use, replaced once failed and drained: the
+		 * engine keeps failed ones valid): large puts and gets go there in kBulkChunk
 		 * pieces, round-robin. Nothing orders them with the stream, so
 		 * every synchronization on the stream (flush, unlock, unlock_all,
 		 * fence, complete) first waits until each has answered a FLUSH

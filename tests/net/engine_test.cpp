@@ -587,7 +587,8 @@ TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
 /*
  * A bulk connection carries puts and flushes only: anything else (here a
  * LOCK) drops it, and, holding no locks, its end releases nothing of its
- * origin's (whose ordered stream lives on).
+ * origin's (whose ordered stream lives on). The next bulkLink() replaces
+ * it while the stream lives, never after.
  */
 TEST_F(EngineTest, ABulkConnectionThatSendsAnythingButPutsIsDroppedAlone)
 {
@@ -604,8 +605,25 @@ TEST_F(EngineTest, ABulkConnectionThatSendsAnythingButPutsIsDroppedAlone)
 	std::this_thread::sleep_for(std::chrono::milliseconds(50));
 	EXPECT_EQ(server_.lost_.load(), -1) << "a bulk connection's end released its origin's locks";
 	EXPECT_TRUE(flushed(*stream.value()));
-	/* A failed bulk link stays failed. */
-	EXPECT_FALSE(engines_[0]->bulkLink(1, 1));
+	/* The stream lives: the failed bulk link is replaced by a working one, the old one stays failed. */
+	auto again = engines_[0]->bulkLink(1, 1);
+	ASSERT_TRUE(again) << errorMessage(again.code());
+	Link &n = *again.value();
+	EXPECT_NE(&n, &b);
+	EXPECT_TRUE(b.failed());
+	const uint8_t v[4] = { 1, 2, 3, 4 };
+	ASSERT_EQ(n.send(putFrame(n.nextSeq(), 64, v)), RMA_SUCCESS);
+	const uint64_t flush = n.nextSeq();
+	ASSERT_EQ(n.send(frame(FrameKind::Flush, flush, {})), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(n, [&] { return n.acked() >= flush; })) << errorMessage(n.error());
+	EXPECT_EQ(server_.at(66), 3);
+	EXPECT_EQ(engines_[0]->bulkLink(1, 1).value(), &n) << "a working bulk link was replaced";
+	/* Once the stream is lost, a failed bulk link is not replaced: the stream's error. */
+	n.abort("test");
+	stream.value()->abort("test");
+	auto lost = engines_[0]->bulkLink(1, 1);
+	ASSERT_FALSE(lost);
+	EXPECT_EQ(errorClass(lost.code()), RMA_ERR_PROC_FAILED);
 }
 
 /*
