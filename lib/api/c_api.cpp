@@ -1576,17 +1576,68 @@ namespace {
 	});
 }
 
+/*
+ * accumulate and get_accumulate with one count and one datatype on every
+ * side (the common case), reached from the entry points by a tail call:
+ * 7 and 8 parameters instead of 9 and 12, and the count a constant where
+ * it is 1 or 2 (OSU's 8-byte accumulate is 2 int32), so that atomicFast()
+ * folds to the one path it takes and keeps its values in registers. With
+ * every parameter live for the slow path's tail call the compiler spilled
+ * a dozen values to the stack, and a locked instruction waits until every
+ * earlier store has left the store buffer.
+ */
+template<int N>
+[[gnu::noinline]] int accumulateUniform(const void *origin, rma_datatype type, int count, int target, rma_aint disp,
+					rma_op op, rma_win win)
+{
+	Window *w = toWindow(win);
+	if constexpr (N == 2) {
+		/* Two elements: the lane-wise sum alone, the rest by a tail call (no spills here). */
+		if (w && w->laneSumFast(origin, nullptr, type, 2, target, disp, op)) [[likely]]
+			return RMA_SUCCESS;
+		return accumulateUniform<0>(origin, type, 2, target, disp, op, win);
+	} else {
+		const int n = N ? N : count;
+		if (w && w->atomicFast(origin, nullptr, type, n, target, disp, op, false)) [[likely]]
+			return RMA_SUCCESS;
+		return accumulateSlow(origin, n, type, target, disp, n, type, op, win);
+	}
+}
+
+template<int N>
+[[gnu::noinline]] int getAccumulateUniform(const void *origin, void *result, rma_datatype type, int count, int target,
+					   rma_aint disp, rma_op op, rma_win win)
+{
+	Window *w = toWindow(win);
+	if constexpr (N == 2) {
+		/* As accumulateUniform<2>. */
+		if (w && !badPointer(result) && w->laneSumFast(origin, result, type, 2, target, disp, op)) [[likely]]
+			return RMA_SUCCESS;
+		return getAccumulateUniform<0>(origin, result, type, 2, target, disp, op, win);
+	} else {
+		const int n = N ? N : count;
+		if (w && !badPointer(result) && w->atomicFast(origin, result, type, n, target, disp, op, true))
+			[[likely]]
+			return RMA_SUCCESS;
+		return getAccumulateSlow(origin, n, type, result, n, type, target, disp, n, type, op, win);
+	}
+}
+
 } /* namespace */
 
 RMA_EXPORT int rma_accumulate(const void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 			      rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 			      rma_win win)
 {
-	Window *w = toWindow(win);
-	if (w && origin_count == target_count && origin_datatype == target_datatype &&
-	    w->atomicFast(origin_addr, nullptr, origin_datatype, origin_count, target_rank, target_disp, op, false))
-		[[likely]]
-		return RMA_SUCCESS;
+	if (origin_count == target_count && origin_datatype == target_datatype) [[likely]] {
+		if (origin_count == 1)
+			return accumulateUniform<1>(origin_addr, origin_datatype, 1, target_rank, target_disp, op, win);
+		if (origin_count == 2)
+			return accumulateUniform<2>(origin_addr, origin_datatype, 2, target_rank, target_disp, op, win);
+		if (origin_count <= Window::kFastElements)
+			return accumulateUniform<0>(origin_addr, origin_datatype, origin_count, target_rank, target_disp,
+						    op, win);
+	}
 	return accumulateSlow(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count,
 			      target_datatype, op, win);
 }
@@ -1596,12 +1647,18 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 				  rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_op op,
 				  rma_win win)
 {
-	Window *w = toWindow(win);
-	if (w && origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
-	    result_datatype == target_datatype && !badPointer(result_addr) &&
-	    w->atomicFast(origin_addr, result_addr, target_datatype, target_count, target_rank, target_disp, op, true))
-		[[likely]]
-		return RMA_SUCCESS;
+	if (origin_count == target_count && result_count == target_count && origin_datatype == target_datatype &&
+	    result_datatype == target_datatype) [[likely]] {
+		if (target_count == 1)
+			return getAccumulateUniform<1>(origin_addr, result_addr, target_datatype, 1, target_rank,
+						       target_disp, op, win);
+		if (target_count == 2)
+			return getAccumulateUniform<2>(origin_addr, result_addr, target_datatype, 2, target_rank,
+						       target_disp, op, win);
+		if (target_count <= Window::kFastElements)
+			return getAccumulateUniform<0>(origin_addr, result_addr, target_datatype, target_count,
+						       target_rank, target_disp, op, win);
+	}
 	return getAccumulateSlow(origin_addr, origin_count, origin_datatype, result_addr, result_count,
 				 result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
 }

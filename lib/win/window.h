@@ -307,6 +307,39 @@ public:
 		return false;
 	}
 	/*
+	 * atomicFast()'s commonest case of several elements on its own:
+	 * @count integer elements (a constant at the call site) of one aligned
+	 * 8-byte word, summed lane-wise by one compare-exchange (applyLaneSum();
+	 * OSU's 8-byte accumulate is 2 int32). A leaf without calls, so nothing
+	 * is spilled to the stack before the locked instruction (which waits
+	 * for every earlier store). False, having done nothing, for everything
+	 * else (then atomicFast()).
+	 */
+	[[gnu::always_inline]] bool laneSumFast(const void *origin, void *result, rma_datatype type, int count,
+						int target, rma_aint disp, rma_op opHandle)
+	{
+		const Datatype *d = predefinedDatatype(type);
+		if (d && toOp(opHandle) == Op::Sum && d->size * count == 8 && fastAccTarget(accFast_, target) &&
+		    accIssued_[target] == accApplied_[target] && !badPointer(origin)) [[likely]] {
+			const uint8_t kind = fastAccKind(Op::Sum, d->handleIndex);
+			const TargetView &t = targets_[target];
+			rma_aint offset;
+			if ((kind & fastacc::kLaneSum) && (kind & fastacc::kAtomic) && disp >= 0 &&
+			    !__builtin_mul_overflow(disp, static_cast<rma_aint>(t.dispUnit), &offset) &&
+			    offset <= t.size - 8) [[likely]] {
+				std::byte *addr = t.base + offset;
+				if ((reinterpret_cast<uintptr_t>(addr) & 7) == 0 && enterFastOp(target)) [[likely]] {
+					applyLaneSum(static_cast<uint32_t>(d->size), addr, origin, result,
+						     static_cast<size_t>(count));
+					leaveFastOp(target);
+					pendingOps_ = true;
+					return true;
+				}
+			}
+		}
+		return false;
+	}
+	/*
 	 * The inline part of accumulate / get_accumulate past kFastBytes, under
 	 * atomicFast()'s conditions but the size (@count elements of one
 	 * predefined type on every side, @fetch: the old values go to @result):
@@ -701,7 +734,7 @@ private:
 		access_[target] = 0;
 		--locksHeld_;
 	}
-	void noteLockActivity(bool exclusive, int delta)
+	[[gnu::always_inline]] void noteLockActivity(bool exclusive, int delta)
 	{
 		std::atomic<uint32_t> &w = mySlot_->lockActivity;
 		const uint32_t unit = exclusive ? lockactivity::kExclusive : lockactivity::kShared;

@@ -5,7 +5,8 @@
  * array accumulates (int64 and double), CAS-based increments and MAXLOC on
  * DOUBLE_INT pairs, mixing single-element atomics with queued array
  * accumulates on overlapping elements; every total must be exact and every
- * fetch_and_op ticket unique. Then a target that computes and never calls
+ * fetch_and_op ticket unique; two int32 summed lane-wise in one word
+ * keep their lanes apart (the low one wraps through zero). Then a target that computes and never calls
  * librma while origins accumulate into it (truly passive), in every
  * accumulate path (RMA_ACC_PATH) and progress mode (RMA_PROGRESS).
  */
@@ -36,6 +37,7 @@ struct DoubleInt {
 /* Layout of rank 0's window, in 8-byte units (disp_unit 8). */
 constexpr int kCounter = 0;       /* fetch_and_op SUM tickets */
 constexpr int kCasCounter = 1;    /* CAS-based increments */
+constexpr int kLanes = 2;         /* 2 int32 in one word: accumulate + get_accumulate SUM of {1, 2} */
 constexpr int kIntArray = 8;      /* 64 int64: accumulate SUM */
 constexpr int kDoubleArray = 72;  /* 64 doubles: accumulate SUM */
 constexpr int kPairs = 136;       /* 8 DOUBLE_INT (2 units each): MAXLOC */
@@ -74,6 +76,9 @@ void contendOnRankZero(int)
 		auto *pairs = reinterpret_cast<DoubleInt *>(base + kPairs);
 		for (int e = 0; e < kNumPairs; ++e)
 			pairs[e] = { -1.0, 1 << 30 };
+		auto *lanes = reinterpret_cast<int32_t *>(base + kLanes);
+		lanes[0] = -1000; /* wraps through zero: a carry out of it would show in lane 1 */
+		lanes[1] = 7;
 	}
 	rma_barrier(RMA_COMM_WORLD);
 
@@ -86,6 +91,22 @@ void contendOnRankZero(int)
 		/* A ticket: the counter before my increment. */
 		int64_t ticket = -1;
 		ASSERT_EQ(rma_fetch_and_op(&one, &ticket, RMA_INT64_T, 0, kCounter, RMA_SUM, win), RMA_SUCCESS);
+		/* Two int32 lanes of one word: neither carries into the other. */
+		const int32_t lanes[2] = { 1, 2 };
+		int32_t oldLanes[2] = { 0, 0 };
+		ASSERT_EQ(rma_accumulate(lanes, 2, RMA_INT32_T, 0, kLanes, 2, RMA_INT32_T, RMA_SUM, win), RMA_SUCCESS);
+		ASSERT_EQ(rma_get_accumulate(lanes, 2, RMA_INT32_T, oldLanes, 2, RMA_INT32_T, 0, kLanes, 2, RMA_INT32_T,
+					     RMA_SUM, win),
+			  RMA_SUCCESS);
+		ASSERT_EQ(rma_win_flush(0, win), RMA_SUCCESS);
+		/*
+		 * Per element (MPI's atomicity): lane 0 counts ops from -1000,
+		 * lane 1 grows by 2 from 7, so a carry out of lane 0 (it wraps
+		 * through zero) would make lane 1 even.
+		 */
+		ASSERT_GE(oldLanes[0], -1000);
+		ASSERT_LT(oldLanes[0], -1000 + 2 * size * kIters);
+		ASSERT_EQ((static_cast<int64_t>(oldLanes[1]) - 7) % 2, 0) << "a carry crossed into lane 1: " << oldLanes[1];
 		/* Arrays: queued accumulates on every element. */
 		ASSERT_EQ(rma_accumulate(adds.data(), kArray, RMA_INT64_T, 0, kIntArray, kArray, RMA_INT64_T, RMA_SUM,
 					 win),
@@ -139,6 +160,9 @@ void contendOnRankZero(int)
 		const int64_t n = static_cast<int64_t>(size) * kIters;
 		EXPECT_EQ(base[kCounter], n);
 		EXPECT_EQ(base[kCasCounter], n);
+		const auto *lanes = reinterpret_cast<const int32_t *>(base + kLanes);
+		EXPECT_EQ(lanes[0], -1000 + 2 * n);
+		EXPECT_EQ(lanes[1], 7 + 4 * n);
 		int64_t perIter = 0;
 		for (int r = 0; r < size; ++r)
 			perIter += r + 1;
