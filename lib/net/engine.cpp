@@ -260,6 +260,13 @@ bool Link::onBulkReply(const ParsedFrame &f)
 	return true;
 }
 
+void Link::releaseBuffers()
+{
+	std::vector<uint8_t>().swap(in_);
+	std::vector<uint8_t>().swap(out_);
+	assembler_ = FrameAssembler(bulk_ ? kMaxBulkBody : kMaxBody);
+}
+
 int Link::fail(int err, const char *what)
 {
 	error_ = makeErrnoError(RMA_ERR_PROC_FAILED, err, "the connection to the process of rank %d (host %u) %s",
@@ -667,9 +674,17 @@ Result<Link *> Engine::cachedLink(int server, uint32_t index)
 		/* A lost stream took its origin's locks with it: never replaced behind the application's back. */
 		if (index == kStreamIndex)
 			return Result<Link *>::failure(it->second->error());
-		/* A bulk connection is replaced while the stream lives (bulkLink()). */
+		/*
+		 * A bulk connection is replaced while the stream lives (bulkLink()),
+		 * unless we gave it up ourselves (a flush it never answered): the
+		 * server may still apply what it holds of it, and puts on a new
+		 * connection could overtake those.
+		 */
+		if (it->second->abandoned())
+			return Result<Link *>::failure(it->second->error());
 		if (auto st = links_.find(std::make_pair(server, kStreamIndex)); st != links_.end() && st->second->failed())
 			return Result<Link *>::failure(st->second->error());
+		it->second->releaseBuffers();
 		retired_.push_back(std::move(it->second));
 		links_.erase(it);
 	}
@@ -913,6 +928,14 @@ void Engine::dropBulkOf(uint32_t rank)
 		}
 }
 
+bool Engine::hasStream(uint32_t rank) const
+{
+	for (const auto &[id, c] : conns_)
+		if (!c.bulk && c.open && c.peerRank == rank)
+			return true;
+	return false;
+}
+
 void Engine::originGone(uint32_t rank)
 {
 	std::lock_guard<std::mutex> g(registry_);
@@ -937,6 +960,16 @@ void Engine::serveLoop()
 				/* A bulk connection's frames (up to 1 MiB of put data) are received whole, where they are applied from. */
 				ConnOptions opt;
 				if (in.bulk) {
+					/*
+					 * Only beside its origin's live stream (adopted before
+					 * it: the origin connects its stream first and waits
+					 * for READY). Once the stream has ended here, the
+					 * origin's locks are released: puts on a new bulk
+					 * connection would land in another holder's epoch.
+					 * Closed: the origin's transfer fails.
+					 */
+					if (!hasStream(in.rank))
+						continue;
 					opt.maxBody = kMaxBulkBody;
 					opt.exact = true;
 				}

@@ -165,7 +165,15 @@ public:
 	 */
 	uint64_t acked() const { return acked_; }
 	/* Give the connection up (closed; every later call fails with RMA_ERR_PROC_FAILED naming @why); returns that error. */
-	int abort(const char *why) { return fail(ETIMEDOUT, why); }
+	int abort(const char *why)
+	{
+		abandoned_ = true;
+		return fail(ETIMEDOUT, why);
+	}
+	/* Whether abort() gave it up (the server may still hold and apply what it sent): never replaced. */
+	bool abandoned() const { return abandoned_; }
+	/* A failed link kept only for those that still point to it (Engine::retired_): its buffers go. */
+	void releaseBuffers();
 	/* Next request sequence number on this link (replies echo it). */
 	uint64_t nextSeq() { return ++seq_; }
 	/*
@@ -226,6 +234,7 @@ private:
 	UniqueFd fd_;
 	uint32_t peerHost_;
 	bool bulk_ = false;
+	bool abandoned_ = false;
 	uint64_t seq_ = 0;
 	uint64_t acked_ = 0;  /* bulk: the highest sequence answered */
 	uint64_t received_ = 0;
@@ -354,9 +363,11 @@ public:
 	 * chunks, beside the ordered stream of link(@server) (design §4.4).
 	 * A bulk connection that failed is replaced by a new one here while
 	 * the stream lives (it holds no locks; the transfers it lost were
-	 * reported by their drain): the failed Link stays valid (failed) for
-	 * whoever still holds it. Errors as link(); the stream's own error
-	 * once the stream is lost.
+	 * reported by their drain), unless this side gave it up (abort()):
+	 * the failed Link stays valid (failed) for whoever still holds it.
+	 * The server takes a bulk connection only beside the origin's live
+	 * stream. Errors as link(); the stream's own error once the stream is
+	 * lost.
 	 */
 	Result<Link *> bulkLink(int server, uint32_t index);
 
@@ -435,6 +446,8 @@ private:
 	std::map<std::pair<int, uint32_t>, std::unique_ptr<Link>> links_;
 	/* Failed bulk links replaced by new ones: windows may still hold them (RemoteWindow::Stream::bulk). Until stop(). */
 	std::vector<std::unique_ptr<Link>> retired_;
+	/* Server thread: whether origin @rank's stream is open here (its bulk connections are taken only beside it). */
+	bool hasStream(uint32_t rank) const;
 	/* The link to @server's process: its ordered stream (kStreamIndex) or bulk connection @index; connects on first use. */
 	Result<Link *> cachedLink(int server, uint32_t index);
 };

@@ -555,6 +555,8 @@ TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)
  */
 TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
 {
+	auto stream = engines_[0]->link(1); /* the server takes bulk connections only beside the origin's stream */
+	ASSERT_TRUE(stream);
 	auto link = engines_[0]->bulkLink(1, 0);
 	ASSERT_TRUE(link) << errorMessage(link.code());
 	Link &b = *link.value();
@@ -577,8 +579,6 @@ TEST_F(EngineTest, ABulkLinkCarriesLargePutsAndAnswersItsFlush)
 	EXPECT_EQ(origin_.lastNack_.load(), RMA_ERR_RMA_RANGE) << "the refusal did not reach its window";
 	EXPECT_GE(Link::bulkOfSeq(flush), 1u) << "bulk sequence numbers are apart from the stream's";
 	/* The same frame on the ordered stream is too long for it: that connection is dropped. */
-	auto stream = engines_[0]->link(1);
-	ASSERT_TRUE(stream);
 	ASSERT_EQ(stream.value()->send(putFrame(stream.value()->nextSeq(), 1000, data)), RMA_SUCCESS);
 	EXPECT_TRUE(pumpUntil(*stream.value(), [&] { return stream.value()->failed(); }));
 	EXPECT_EQ(server_.puts(), 1);
@@ -618,12 +618,40 @@ TEST_F(EngineTest, ABulkConnectionThatSendsAnythingButPutsIsDroppedAlone)
 	ASSERT_TRUE(pumpUntil(n, [&] { return n.acked() >= flush; })) << errorMessage(n.error());
 	EXPECT_EQ(server_.at(66), 3);
 	EXPECT_EQ(engines_[0]->bulkLink(1, 1).value(), &n) << "a working bulk link was replaced";
-	/* Once the stream is lost, a failed bulk link is not replaced: the stream's error. */
+	/* One this side gave up (a flush it never answered) is not replaced: the server may still apply its puts. */
 	n.abort("test");
+	auto abandoned = engines_[0]->bulkLink(1, 1);
+	ASSERT_FALSE(abandoned);
+	EXPECT_EQ(abandoned.code(), n.error());
+	/* Once the stream is lost, a failed bulk link is not replaced either: the stream's error. */
+	auto other = engines_[0]->bulkLink(1, 0);
+	ASSERT_TRUE(other) << errorMessage(other.code());
+	ASSERT_EQ(other.value()->send(frame(FrameKind::Lock, other.value()->nextSeq(), body)), RMA_SUCCESS);
+	ASSERT_TRUE(pumpUntil(*other.value(), [&] { return other.value()->failed(); }));
 	stream.value()->abort("test");
-	auto lost = engines_[0]->bulkLink(1, 1);
+	auto lost = engines_[0]->bulkLink(1, 0);
 	ASSERT_FALSE(lost);
-	EXPECT_EQ(errorClass(lost.code()), RMA_ERR_PROC_FAILED);
+	EXPECT_EQ(lost.code(), stream.value()->error());
+}
+
+/*
+ * A bulk connection from an origin whose stream is not open at the server
+ * (it ended there, and with it the origin's locks) is closed unread: its
+ * puts would land in another holder's epoch.
+ */
+TEST_F(EngineTest, ABulkConnectionWithoutItsOriginsStreamIsRefused)
+{
+	auto link = engines_[0]->bulkLink(1, 0);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &b = *link.value();
+	const uint8_t v[4] = { 9, 9, 9, 9 };
+	ASSERT_EQ(b.send(putFrame(b.nextSeq(), 64, v)), RMA_SUCCESS);
+	const uint64_t flush = b.nextSeq();
+	(void)b.send(frame(FrameKind::Flush, flush, {}));
+	EXPECT_TRUE(pumpUntil(b, [&] { return b.failed(); })) << "the server kept a bulk connection without a stream";
+	EXPECT_LT(b.acked(), flush);
+	EXPECT_EQ(server_.puts(), 0);
+	EXPECT_NE(server_.at(64), 9);
 }
 
 /*
