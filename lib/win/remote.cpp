@@ -236,36 +236,55 @@ int RemoteWindow::sendBulk(const char *call, Stream &s, int target, FrameKind ki
 		s.bulkGets.assign(k, {});
 	}
 	const uint32_t i = s.nextBulk++ % k;
-	/*
-	 * A failed connection with nothing of ours pending is replaced (the
-	 * engine reconnects while the stream lives); with transfers pending
-	 * it stays until drainBulk() has reported them.
-	 */
-	if (!s.bulk[i] || (s.bulk[i]->failed() && s.bulkSent[i] == 0)) {
-		auto l = e.bulkLink(s.server, i);
-		if (!l)
-			return makeError(errorClass(l.code()), "%s: target rank %d of window '%s': bulk connection %u: %s", call,
-					 target, win_.name.c_str(), i, errorMessage(l.code()).c_str());
-		s.bulk[i] = l.value();
+	for (bool retried = false;; retried = true) {
+		/*
+		 * A failed connection with nothing of ours pending is replaced
+		 * (the engine reconnects while the stream lives); with transfers
+		 * pending it stays until drainBulk() has reported them.
+		 */
+		if (!s.bulk[i] || (s.bulk[i]->failed() && s.bulkSent[i] == 0)) {
+			auto l = e.bulkLink(s.server, i);
+			if (!l)
+				return makeError(errorClass(l.code()),
+						 "%s: target rank %d of window '%s': bulk connection %u: %s", call, target,
+						 win_.name.c_str(), i, errorMessage(l.code()).c_str());
+			s.bulk[i] = l.value();
+		}
+		net::Link &link = *s.bulk[i];
+		net::FrameHeader h;
+		h.kind = static_cast<uint16_t>(kind);
+		h.bodyLen = static_cast<uint32_t>(body.size() + data.size());
+		h.window = id_;
+		h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
+		h.target = worldTarget(target);
+		h.seq = link.nextSeq();
+		uint8_t head[net::kHeaderBytes];
+		net::encodeHeader(h, head);
+		/*
+		 * Out now, read from the caller's buffer (a chunk is far over the
+		 * batch size; a small one, as RMA_NET_BULK_MIN allows, is pushed
+		 * too): a connection that has failed unnoticed (closed by its
+		 * server or the network while idle) shows it here.
+		 */
+		int rc = link.queue(head, body, data);
+		if (rc == RMA_SUCCESS)
+			rc = link.push();
+		if (rc == RMA_SUCCESS) {
+			s.bulkSent[i] = h.seq;
+			index = i;
+			seq = h.seq;
+			return RMA_SUCCESS;
+		}
+		/*
+		 * Refused by the socket, so not whole at the server, which applies
+		 * whole frames only and drops a part with the connection. With
+		 * nothing else of ours pending there (bulkSent: all answered),
+		 * nothing of ours is lost: once more on a new connection.
+		 */
+		if (retried || s.bulkSent[i] != 0 || !link.failed())
+			return makeError(errorClass(rc), "%s: target rank %d of window '%s': %s", call, target,
+					 win_.name.c_str(), errorMessage(rc).c_str());
 	}
-	net::Link &link = *s.bulk[i];
-	net::FrameHeader h;
-	h.kind = static_cast<uint16_t>(kind);
-	h.bodyLen = static_cast<uint32_t>(body.size() + data.size());
-	h.window = id_;
-	h.origin = static_cast<uint32_t>(worldOf_[static_cast<std::size_t>(win_.rank())]);
-	h.target = worldTarget(target);
-	h.seq = link.nextSeq();
-	uint8_t head[net::kHeaderBytes];
-	net::encodeHeader(h, head);
-	/* A chunk is far over the batch size: it leaves now, read from the caller's buffer (no copy). */
-	if (int rc = link.queue(head, body, data); rc != RMA_SUCCESS)
-		return makeError(errorClass(rc), "%s: target rank %d of window '%s': %s", call, target, win_.name.c_str(),
-				 errorMessage(rc).c_str());
-	s.bulkSent[i] = h.seq;
-	index = i;
-	seq = h.seq;
-	return RMA_SUCCESS;
 }
 
 void RemoteWindow::drainBulk(Stream &s)

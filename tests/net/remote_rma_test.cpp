@@ -50,6 +50,7 @@ constexpr bool kRemoteByDefault = true;
 const char *const kCases[] = { "windows",
 			       "put_8",
 			       "put_1m",
+			       "bulk_reconnect",
 			       "get_8",
 			       "get_1m",
 			       "dtype_put",

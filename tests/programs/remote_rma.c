@@ -34,6 +34,12 @@
  *  put_8, put_1m      8 and 1 MiB + 3 bytes to each other rank under
  *                     lock_all + flush_all; each target checks its memory,
  *                     and that the guard bytes around each slot are intact.
+ *  bulk_reconnect     allocate flavor: every rank shuts down its own bulk
+ *                     connections to other hosts (the sockets that sent
+ *                     the put_1m chunks), then put_1m again must pass:
+ *                     a bulk connection that failed unnoticed is replaced
+ *                     and the chunk sent again (nothing of it was applied).
+ *                     create flavor: put_1m again over the new connections.
  *  get_8, get_1m      the same sizes read back from each other rank under
  *                     lock_all, checked at the origin after rma_win_flush.
  *  dtype_put          origin and target datatypes of the same signature but
@@ -84,8 +90,12 @@
  * Windows stay allocated until every case of both flavors has run; then
  * win_free (each handle must become RMA_WIN_NULL) and rma_finalize.
  */
+#include <dirent.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -348,6 +358,97 @@ static void casePut(window *w, size_t size, const char *name, int round)
 	free(src);
 	caseOk();
 	barrierWith(w);
+}
+
+/*
+ * Shut down this process's bulk connections to other hosts' servers: its
+ * connected TCP sockets to another address that have sent at least 256 KiB
+ * (put_1m's chunks) and are not a server's (their local port is no
+ * listening socket's).
+ * Right after put_1m of the first flavor only: by then the ordered streams
+ * have carried far less. Returns how many.
+ */
+/* tcp_info's states (the kernel's include/net/tcp_states.h; not in linux/tcp.h). */
+enum { STATE_ESTABLISHED = 1, STATE_LISTEN = 10 };
+
+static int shutBulkConnections(void)
+{
+	enum { MAX_FDS = 4096 };
+	static int fds[MAX_FDS];
+	int nfds = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		fail("opendir /proc/self/fd failed");
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL && nfds < MAX_FDS)
+		if (e->d_name[0] != '.')
+			fds[nfds++] = atoi(e->d_name);
+	closedir(d);
+	unsigned short listening[64];
+	int nlisten = 0;
+	for (int pass = 0; pass < 2; ++pass) {
+		int shut = 0;
+		for (int i = 0; i < nfds; ++i) {
+			int type = 0;
+			socklen_t len = sizeof type;
+			if (getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+				continue;
+			struct tcp_info ti;
+			len = sizeof ti;
+			if (getsockopt(fds[i], IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+				continue;
+			struct sockaddr_storage a;
+			socklen_t alen = sizeof a;
+			if (getsockname(fds[i], (struct sockaddr *)&a, &alen) != 0)
+				continue;
+			const unsigned short port = a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
+									 : ((struct sockaddr_in *)&a)->sin_port;
+			if (pass == 0) {
+				if (ti.tcpi_state == STATE_LISTEN && nlisten < 64)
+					listening[nlisten++] = port;
+				continue;
+			}
+			int server = 0;
+			for (int l = 0; l < nlisten; ++l)
+				server |= listening[l] == port;
+			if (server || ti.tcpi_state != STATE_ESTABLISHED || ti.tcpi_bytes_acked < 256 * 1024)
+				continue;
+			/* To another host only: not the launcher's local connections (PMIx to its daemon). */
+			struct sockaddr_storage peer;
+			socklen_t plen = sizeof peer;
+			if (getpeername(fds[i], (struct sockaddr *)&peer, &plen) != 0 || peer.ss_family != a.ss_family)
+				continue;
+			const int sameHost =
+				a.ss_family == AF_INET6
+					? !memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
+						  &((struct sockaddr_in6 *)&peer)->sin6_addr, sizeof(struct in6_addr))
+					: ((struct sockaddr_in *)&a)->sin_addr.s_addr ==
+						  ((struct sockaddr_in *)&peer)->sin_addr.s_addr;
+			if (sameHost)
+				continue;
+			if (shutdown(fds[i], SHUT_RDWR) != 0)
+				fail("shutdown of a bulk connection (fd %d) failed", fds[i]);
+			++shut;
+		}
+		if (pass == 1)
+			return shut;
+	}
+	return 0;
+}
+
+static void caseBulkReconnect(window *w, int round)
+{
+	if (g_flavor == FLAVOR_ALLOCATE) {
+		snprintf(g_case, sizeof g_case, "bulk_reconnect/%s", flavorNames[g_flavor]);
+		const char *k = getenv("RMA_NET_BULK"), *min = getenv("RMA_NET_BULK_MIN");
+		const int bulk = g_remoteRanks > 0 && (!k || atoi(k) > 0) && (!min || atol(min) <= BIG);
+		const int shut = shutBulkConnections();
+		if (bulk && shut == 0)
+			fail("found no bulk connection to shut down after put_1m, expected at least 1");
+		if (!bulk && shut != 0)
+			fail("shut down %d connections, expected none (no bulk connections here)", shut);
+	}
+	casePut(w, BIG, "bulk_reconnect", round);
 }
 
 /* Rank t fills its slot o with what o reads: pat(o, t, ...); o reads it into a guarded buffer. */
@@ -1580,6 +1681,7 @@ int main(int argc, char **argv)
 
 		casePut(xfer, 8, "put_8", base + 1);
 		casePut(xfer, BIG, "put_1m", base + 2);
+		caseBulkReconnect(xfer, base + 90);
 		caseGet(xfer, 8, "get_8", base + 3);
 		caseGet(xfer, BIG, "get_1m", base + 4);
 		caseDtypePut(dtype, base + 5);
