@@ -263,8 +263,8 @@ int RemoteWindow::sendBulk(const char *call, Stream &s, int target, FrameKind ki
 		/*
 		 * Out now, read from the caller's buffer (a chunk is far over the
 		 * batch size; a small one, as RMA_NET_BULK_MIN allows, is pushed
-		 * too): a connection that has failed unnoticed (closed by its
-		 * server or the network while idle) shows it here.
+		 * too): a connection that has failed unnoticed (reset while idle
+		 * by the network or this side) shows it here.
 		 */
 		int rc = link.queue(head, body, data);
 		if (rc == RMA_SUCCESS)

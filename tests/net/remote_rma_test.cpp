@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * remote_rma (tests/programs/remote_rma.c) as a job: put and get of 8 bytes
- * and 1 MiB + 3 between every pair of ranks (1 MiB puts again after every
- * rank shut down its bulk sockets), derived datatypes on both
+ * and 1 MiB + 3 between every pair of ranks (1 MiB puts and gets again after
+ * every rank shut down its bulk sockets), derived datatypes on both
  * sides (vector, indexed, struct, subarray), exclusive locks as a mutex,
  * shared locks, fence rounds, flush_local and buffer reuse, local and
  * remote targets in one epoch, rput/rget, then win_free and finalize; each
@@ -52,6 +52,7 @@ const char *const kCases[] = { "windows",
 			       "put_8",
 			       "put_1m",
 			       "bulk_reconnect",
+			       "bulk_reconnect_get",
 			       "get_8",
 			       "get_1m",
 			       "dtype_put",
