@@ -36,9 +36,6 @@ int64_t nowMs()
 		.count();
 }
 
-} /* namespace */
-
-/* The address space, as one region: what a dynamic target's view admits before its regions are checked. */
 /* How long a link has been silent: restarted whenever bytes arrive (a wait's timeout counts silence, not work). */
 class Silence
 {
@@ -60,6 +57,9 @@ private:
 	int64_t start_ = 0;
 };
 
+} /* namespace */
+
+/* The address space, as one region: what a dynamic target's view admits before its regions are checked. */
 constexpr net::MemRegion kAnyAddress{ 0, UINT64_MAX };
 
 /* A get into a non-contiguous origin buffer: its pieces land here, the last one unpacks. */

@@ -1634,7 +1634,7 @@ static void sayWhere(void)
 		all[r] = r;
 	CALL(rma_group_translate_ranks(world, g_size, all, nodeGroup, inNode));
 	int nl = 0, nr = 0;
-	g_isRemote = calloc((size_t)g_size, 1);
+	g_isRemote = xmalloc((size_t)g_size);
 	for (int r = 0; r < g_size; ++r) {
 		g_isRemote[r] = inNode[r] == RMA_UNDEFINED;
 		if (inNode[r] == RMA_UNDEFINED)
