@@ -76,6 +76,7 @@ inline bool spin(const char *v) { return oneOf(v, { "auto", "spin", "yield" }); 
 inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require" }); }
 inline bool netZc(const char *v) { return oneOf(v, { "auto", "on", "off" }); }
 inline bool netTimeout(const char *v) { return number(v) && std::atol(v) >= 100 && std::atol(v) <= 600000; }
+inline bool sqpollIdle(const char *v) { return number(v) && std::atol(v) <= 10000; }
 inline bool hugePages(const char *v) { return oneOf(v, { "off", "prefer", "require" }); }
 
 /* The rma_placement words: local, interleave, none or node:N. */
@@ -154,6 +155,11 @@ inline constexpr Knob kKnobs[] = {
 	  "1: a host server reads its bulk connections into buffers registered with io_uring (READ_FIXED; pages "
 	  "pinned once); 0: plain receives into the same buffers",
 	  knobs::boolean },
+	{ "RMA_NET_SQPOLL", "a number of milliseconds, 0 to 10000", "0",
+	  "N > 0: a host server's io_uring gets a kernel thread that polls its submission queue (IORING_SETUP_SQPOLL) "
+	  "and sleeps after N ms without submissions, so the server submits without system calls while it is awake; "
+	  "a third busy thread per host, for hosts with a core to spare; 0: no such thread",
+	  knobs::sqpollIdle },
 	{ "RMA_NET_IF", "an interface name, an IPv4 address or a CIDR (10.0.0.0/24)", "the first non-loopback IPv4 address up",
 	  "where a job that spans hosts listens for other hosts' operations (loopback only when named)", nullptr },
 	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "3000",

@@ -687,6 +687,8 @@ int startNetEngine(Comm &world)
 		config.bulkLinks = static_cast<uint32_t>(std::clamp(std::atol(v), 0L, 16L));
 	if (const char *v = knobValue("RMA_NET_FIXED_BUFFERS"))
 		config.fixedBuffers = std::strcmp(v, "0") != 0;
+	if (const char *v = knobValue("RMA_NET_SQPOLL"))
+		config.sqpollIdleMs = static_cast<uint32_t>(std::clamp(std::atol(v), 0L, 10000L));
 	if (const char *v = knobValue("RMA_NET_BULK_MIN"))
 		config.bulkMinBytes = static_cast<uint64_t>(std::max(std::atoll(v), 1LL));
 	net::EndpointCard card;

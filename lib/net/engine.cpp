@@ -744,6 +744,7 @@ int Engine::startServer()
 		lc.zc = config_.zc;
 		lc.zcMinBytes = config_.zcMinBytes;
 		lc.noFixedBuffers = !config_.fixedBuffers;
+		lc.sqpollIdleMs = config_.sqpollIdleMs;
 		auto loop = makeNetLoop(handler, lc);
 		if (!loop) {
 			status.store(loop.code());

@@ -296,6 +296,8 @@ struct EngineConfig {
 	uint64_t bulkMinBytes = 256 << 10;
 	/* RMA_NET_FIXED_BUFFERS: the server's bulk connections read into registered buffers (io_uring READ_FIXED). */
 	bool fixedBuffers = true;
+	/* RMA_NET_SQPOLL: the server's ring gets a kernel SQ polling thread that sleeps after this many idle ms; 0: none. */
+	uint32_t sqpollIdleMs = 0;
 	bool verbose = false;         /* RMA_VERBOSE=1: stop() prints what the server's loop used and sent */
 	/*
 	 * Called on the server thread when a connection from @host timed out

@@ -158,10 +158,39 @@ private:
 			/* SQ full: hand what is there to the kernel and take the next slot. */
 			io_uring_submit(&ring_);
 			s = io_uring_get_sqe(&ring_);
+			if (!s && sqpoll()) {
+				/*
+				 * The submit only woke the SQ thread, which takes the
+				 * entries on its own time: wait until it has freed one
+				 * (IORING_ENTER_SQ_WAIT).
+				 */
+				io_uring_sqring_wait(&ring_);
+				s = io_uring_get_sqe(&ring_);
+			}
+			if (!s)
+				++stats_.sqFull;
 		}
 		return s;
 	}
+	bool sqpoll() const { return (setupFlags_ & IORING_SETUP_SQPOLL) != 0; }
+	/* Submit what arm() prepared; one kernel entry unless the SQ thread is awake and nothing needs flushing. */
+	void submit() noexcept
+	{
+		if (sqpoll())
+			io_uring_submit(&ring_); /* enters only to wake the SQ thread or flush an overflowed CQ */
+		else if (features_.getEvents)
+			io_uring_submit_and_get_events(&ring_); /* also runs the task work that posts completions (DEFER_TASKRUN) */
+		else
+			io_uring_submit(&ring_);
+	}
+	/*
+	 * Arm every open connection's recv and pending send. Stops early only
+	 * when no submission entry can be had; armShort_ then says so, and
+	 * wait() does not park on a connection whose recv is not armed (no
+	 * completion could ever come for it).
+	 */
 	void arm() noexcept;
+	bool armShort_ = false;
 	int reap() noexcept;
 	void onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept;
 	void onSend(Conn &c, const io_uring_cqe *cqe, ConnId id, bool zc) noexcept;
@@ -245,6 +274,11 @@ int UringLoop::init()
 		p.flags = base | IORING_SETUP_COOP_TASKRUN;
 	else
 		p.flags = base;
+	if (config_.sqpollIdleMs) {
+		/* The kernel refuses DEFER_TASKRUN with SQPOLL: the SQ thread issues the requests and runs their task work. */
+		p.flags = base | IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = config_.sqpollIdleMs;
+	}
 	int rc = io_uring_queue_init_params(config_.ringEntries, &ring_, &p);
 	if (rc < 0)
 		return makeErrnoError(RMA_ERR_INTERN, -rc, "net loop: io_uring_queue_init_params(%u entries, flags 0x%x)",
@@ -304,6 +338,8 @@ std::string UringLoop::describe() const
 							  : " plain_taskrun";
 	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
 	s += useFutex() ? " futex_wait" : " eventfd_wake";
+	if (sqpoll())
+		s += " sqpoll(idle " + std::to_string(config_.sqpollIdleMs) + " ms)";
 	if (!freeSlots_.empty() || std::any_of(conns_.begin(), conns_.end(), [](const auto &c) { return c->fixedSlot >= 0; }))
 		s += " fixed_buffers";
 	if (useZc()) {
@@ -374,6 +410,7 @@ void UringLoop::shut(Conn &c) noexcept
 
 void UringLoop::arm() noexcept
 {
+	armShort_ = true; /* until every connection is armed */
 	for (ConnId id = 0; id < conns_.size(); ++id) {
 		Conn &c = *conns_[id];
 		if (!c.open)
@@ -431,6 +468,7 @@ void UringLoop::arm() noexcept
 			++stats_.sends;
 		}
 	}
+	armShort_ = false;
 }
 
 void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
@@ -729,11 +767,8 @@ int UringLoop::poll() noexcept
 {
 	++stats_.passes;
 	arm();
-	/* One enter per pass: submits and, under DEFER_TASKRUN, runs the task work that posts completions. */
-	if (features_.getEvents)
-		io_uring_submit_and_get_events(&ring_);
-	else
-		io_uring_submit(&ring_);
+	/* One enter per pass (none with an awake SQ thread): submits and, under DEFER_TASKRUN, runs the task work that posts completions. */
+	submit();
 	int n = 0;
 	/* Completions may arm more work (a send queued by onFrame, a re-arm): a few rounds at most. */
 	for (int round = 0; round < 4; ++round) {
@@ -744,10 +779,7 @@ int UringLoop::poll() noexcept
 		arm();
 		if (io_uring_sq_ready(&ring_) == 0)
 			break;
-		if (features_.getEvents)
-			io_uring_submit_and_get_events(&ring_);
-		else
-			io_uring_submit(&ring_);
+		submit();
 	}
 	return n;
 }
@@ -762,6 +794,7 @@ int UringLoop::wait(int64_t timeoutNs) noexcept
 	std::atomic_thread_fence(std::memory_order_seq_cst);
 	bool work = io_uring_cq_ready(&ring_) > 0;
 	work |= handler_.pending && handler_.pending(handler_.ctx);
+	work |= armShort_; /* a recv left unarmed: nothing would wake us for its data */
 	for (const auto &c : conns_)
 		work |= c->open && !c->sendArmed && (!c->queued.empty() || c->sent < c->inflight.size());
 	if (!work) {

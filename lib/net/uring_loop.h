@@ -118,6 +118,17 @@ struct NetLoopConfig {
 	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
 	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
 	bool noFixedBuffers = false; /* exact connections recv into unregistered memory */
+	/*
+	 * RMA_NET_SQPOLL: a kernel thread polls the submission queue
+	 * (IORING_SETUP_SQPOLL) for this many ms after the last submission
+	 * before it sleeps; 0: no SQ thread. With it, poll() submits and reaps
+	 * without entering the kernel while the SQ thread is awake (its
+	 * requests' completions are posted by that thread), at the price of a
+	 * third busy thread per host beside the origin and the server; the ring
+	 * is then neither SINGLE_ISSUER nor DEFER_TASKRUN (the kernel refuses
+	 * those with SQPOLL).
+	 */
+	uint32_t sqpollIdleMs = 0;
 	/* Doorbell to park on; nullptr: the loop's own. Must outlive the loop. */
 	Doorbell *doorbell = nullptr;
 };
@@ -135,6 +146,7 @@ struct NetLoopStats {
 	uint64_t sends = 0;	    /* send submissions / calls */
 	uint64_t shortSends = 0;    /* of which took fewer bytes than offered (the rest went in later sends) */
 	uint64_t zcSends = 0;	    /* of which IORING_OP_SEND_ZC */
+	uint64_t sqFull = 0;	    /* io_uring: times the submission queue was full after a submit (arm() waited or stopped) */
 	uint64_t zcHeld = 0;	    /* sent buffers set aside because a zero-copy notification was still due */
 	uint64_t zcNotifs = 0;	    /* zero-copy notifications: the kernel let go of a buffer */
 	uint64_t zcCopied = 0;	    /* of which reported that the kernel copied after all (loopback, veth) */

@@ -287,7 +287,16 @@ INSTANTIATE_TEST_SUITE_P(Layouts, RemoteRmaAcrossHostsTest,
 					  * and a refusal on one must be reported by its window.
 					  */
 					 Layout{ "TwoHostsEveryTransferInBulk", 2, 4, false,
-						 { "RMA_NET_BULK=3", "RMA_NET_BULK_MIN=1" } }),
+						 { "RMA_NET_BULK=3", "RMA_NET_BULK_MIN=1" } },
+					 /*
+					  * Servers whose rings have a kernel SQ polling thread
+					  * (IORING_SETUP_SQPOLL): submissions and completions without
+					  * entering the kernel. Not spinning after a frame: on 2 CPUs a
+					  * spinning server beside its SQ thread and the ranks starves
+					  * them (README, "what the kernel features bought").
+					  */
+					 Layout{ "TwoHostsServersWithAnSqThread", 2, 4, false,
+						 { "RMA_NET_SQPOLL=1", "RMA_NET_SPIN_US=0" } }),
 			 [](const testing::TestParamInfo<Layout> &info) { return std::string(info.param.name); });
 
 /*

@@ -127,6 +127,7 @@ struct Backend {
 	bool noFutexWait;
 	bool noMultishot;
 	bool noDeferTaskrun = false;
+	uint32_t sqpollIdleMs = 0;
 };
 
 class NetLoopTest : public ::testing::TestWithParam<Backend>
@@ -146,6 +147,7 @@ protected:
 		cfg.noFutexWait = GetParam().noFutexWait;
 		cfg.noMultishot = GetParam().noMultishot;
 		cfg.noDeferTaskrun = GetParam().noDeferTaskrun;
+		cfg.sqpollIdleMs = GetParam().sqpollIdleMs;
 		auto r = GetParam().poll ? makePollLoop(sink.handler(), cfg)
 					 : makeUringLoop(sink.handler(), cfg, probeNetFeatures());
 		EXPECT_TRUE(r.ok()) << errorMessage(r.code());
@@ -189,6 +191,9 @@ TEST_P(NetLoopTest, DeliversFramesInOrderAndSendsReplies)
 	ASSERT_TRUE(writeAll(c.get(), all));
 	if (GetParam().noDeferTaskrun) {
 		EXPECT_NE(loop->describe().find("coop_taskrun"), std::string::npos) << loop->describe();
+	}
+	if (GetParam().sqpollIdleMs) {
+		EXPECT_NE(loop->describe().find("sqpoll"), std::string::npos) << loop->describe();
 	}
 	ASSERT_TRUE(drive(*loop, [&] { return sink.frames.size() == 50; }));
 	for (uint64_t q = 0; q < 50; ++q)
@@ -424,6 +429,55 @@ TEST_P(NetLoopTest, DataEndsAPark)
 	EXPECT_TRUE(checkStamp(sink.frames[0], 9));
 }
 
+/*
+ * More connections than submission entries: arming them all takes several
+ * submits (with an SQ thread, waits for it to take entries), and a park
+ * must never leave one of them without its recv, or its data would never
+ * end the park. Every connection gets a frame after the owner parked, and
+ * every frame must come back echoed.
+ */
+TEST_P(NetLoopTest, ManyConnectionsOnATinySubmissionQueueAllReceiveWhileParked)
+{
+	Sink sink;
+	NetLoopConfig cfg;
+	cfg.ringEntries = 2;
+	auto loop = make(sink, cfg);
+	ASSERT_TRUE(loop);
+	sink.echo = true;
+	constexpr int kConns = 24;
+	std::vector<UniqueFd> clients;
+	for (int i = 0; i < kConns; ++i) {
+		auto [s, c] = net::loopbackTcpPair();
+		ASSERT_TRUE(s.isValid() && c.isValid());
+		ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
+		clients.push_back(std::move(c));
+	}
+	std::thread writer([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(30));
+		for (int i = 0; i < kConns; ++i)
+			EXPECT_TRUE(writeAll(clients[i].get(), stampedFrame(static_cast<uint64_t>(i), 24)));
+	});
+	const auto t0 = Clock::now();
+	const auto end = t0 + std::chrono::seconds(20);
+	while (sink.frames.size() < kConns && Clock::now() < end)
+		loop->wait(5'000'000'000);
+	writer.join();
+	ASSERT_EQ(sink.frames.size(), std::size_t{ kConns });
+	/* A park that slept through a frame would have lasted its whole 5 s. */
+	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4)) << "submission queue full " << loop->stats().sqFull << " times";
+	/* The echoes: each client reads its own frame back. */
+	while (loop->stats().bytesOut < std::size_t{ kConns } * stampedFrame(0, 24).size() && Clock::now() < end)
+		loop->poll();
+	for (int i = 0; i < kConns; ++i) {
+		Bytes back(stampedFrame(0, 24).size());
+		ASSERT_TRUE(readAll(clients[i].get(), back.data(), back.size())) << i;
+		EXPECT_TRUE(checkStamp(back, static_cast<uint64_t>(i))) << i;
+	}
+	EXPECT_TRUE(sink.closed.empty());
+	/* A submit frees entries, or (SQ thread) waiting for it does: arm() never stops short. */
+	EXPECT_EQ(loop->stats().sqFull, 0u);
+}
+
 TEST_P(NetLoopTest, ATimedOutParkReturns)
 {
 	Sink sink;
@@ -491,6 +545,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, NetLoopTest,
 					   Backend{ "uring_eventfd_wake", false, true, false },
 					   Backend{ "uring_single_shot", false, false, true },
 					   Backend{ "uring_coop_taskrun", false, false, false, true },
+					   /* A 1 ms idle time: the SQ thread also sleeps and is woken again within a test. */
+					   Backend{ "uring_sqpoll", false, false, false, false, 1 },
 					   Backend{ "poll", true, false, false }),
 			 [](const ::testing::TestParamInfo<Backend> &i) { return std::string(i.param.name); });
 
