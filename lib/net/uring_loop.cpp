@@ -158,13 +158,15 @@ private:
 			/* SQ full: hand what is there to the kernel and take the next slot. */
 			io_uring_submit(&ring_);
 			s = io_uring_get_sqe(&ring_);
-			if (!s && sqpoll()) {
-				/*
-				 * The submit only woke the SQ thread, which takes the
-				 * entries on its own time: wait until it has freed one
-				 * (IORING_ENTER_SQ_WAIT).
-				 */
-				io_uring_sqring_wait(&ring_);
+			/*
+			 * With an SQ thread the submit only woke it, and it takes the
+			 * entries on its own time: wait until it has freed one
+			 * (IORING_ENTER_SQ_WAIT; the wait may also end early, hence
+			 * a few tries).
+			 */
+			for (int i = 0; !s && sqpoll() && i < 64; ++i) {
+				if (io_uring_sqring_wait(&ring_) < 0)
+					io_uring_submit(&ring_); /* e.g. the thread went to sleep meanwhile: wake it */
 				s = io_uring_get_sqe(&ring_);
 			}
 			if (!s)
@@ -176,8 +178,15 @@ private:
 	/* Submit what arm() prepared; one kernel entry unless the SQ thread is awake and nothing needs flushing. */
 	void submit() noexcept
 	{
-		if (sqpoll())
-			io_uring_submit(&ring_); /* enters only to wake the SQ thread or flush an overflowed CQ */
+		if (sqpoll() || (setupFlags_ & IORING_SETUP_TASKRUN_FLAG))
+			/*
+			 * Enters only to submit, to wake the SQ thread, or when the
+			 * kernel flags work for us (IORING_SQ_TASKRUN: completions to
+			 * post; IORING_SQ_CQ_OVERFLOW), then with GETEVENTS: a
+			 * spinning server makes no system call while nothing arrives,
+			 * and sees an arrival at once rather than after its current one.
+			 */
+			io_uring_submit(&ring_);
 		else if (features_.getEvents)
 			io_uring_submit_and_get_events(&ring_); /* also runs the task work that posts completions (DEFER_TASKRUN) */
 		else
@@ -268,10 +277,13 @@ int UringLoop::init()
 	io_uring_params p{};
 	p.cq_entries = config_.ringEntries * 16;
 	unsigned base = IORING_SETUP_CQSIZE;
+	/* IORING_SETUP_TASKRUN_FLAG (5.19, with COOP_TASKRUN): the kernel says in the SQ flags when completions wait for us. */
+	const unsigned taskrunFlag = config_.noTaskrunFlag ? 0 : IORING_SETUP_TASKRUN_FLAG;
 	if (features_.deferTaskrun && !config_.noDeferTaskrun)
-		p.flags = base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
+		p.flags = base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL |
+			  taskrunFlag;
 	else if (features_.coopTaskrun || features_.deferTaskrun) /* a kernel with DEFER_TASKRUN has COOP_TASKRUN */
-		p.flags = base | IORING_SETUP_COOP_TASKRUN;
+		p.flags = base | IORING_SETUP_COOP_TASKRUN | taskrunFlag;
 	else
 		p.flags = base;
 	if (config_.sqpollIdleMs) {
@@ -338,6 +350,8 @@ std::string UringLoop::describe() const
 							  : " plain_taskrun";
 	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
 	s += useFutex() ? " futex_wait" : " eventfd_wake";
+	if (setupFlags_ & IORING_SETUP_TASKRUN_FLAG)
+		s += " taskrun_flag";
 	if (sqpoll())
 		s += " sqpoll(idle " + std::to_string(config_.sqpollIdleMs) + " ms)";
 	if (!freeSlots_.empty() || std::any_of(conns_.begin(), conns_.end(), [](const auto &c) { return c->fixedSlot >= 0; }))

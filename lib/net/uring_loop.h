@@ -118,6 +118,7 @@ struct NetLoopConfig {
 	bool noMultishot = false;    /* single-shot recv into each connection's own buffer */
 	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
 	bool noFixedBuffers = false; /* exact connections recv into unregistered memory */
+	bool noTaskrunFlag = false;  /* no IORING_SETUP_TASKRUN_FLAG: every pass enters the kernel for completions */
 	/*
 	 * RMA_NET_SQPOLL: a kernel thread polls the submission queue
 	 * (IORING_SETUP_SQPOLL) for this many ms after the last submission

@@ -128,6 +128,7 @@ struct Backend {
 	bool noMultishot;
 	bool noDeferTaskrun = false;
 	uint32_t sqpollIdleMs = 0;
+	bool noTaskrunFlag = false;
 };
 
 class NetLoopTest : public ::testing::TestWithParam<Backend>
@@ -148,6 +149,7 @@ protected:
 		cfg.noMultishot = GetParam().noMultishot;
 		cfg.noDeferTaskrun = GetParam().noDeferTaskrun;
 		cfg.sqpollIdleMs = GetParam().sqpollIdleMs;
+		cfg.noTaskrunFlag = GetParam().noTaskrunFlag;
 		auto r = GetParam().poll ? makePollLoop(sink.handler(), cfg)
 					 : makeUringLoop(sink.handler(), cfg, probeNetFeatures());
 		EXPECT_TRUE(r.ok()) << errorMessage(r.code());
@@ -194,6 +196,11 @@ TEST_P(NetLoopTest, DeliversFramesInOrderAndSendsReplies)
 	}
 	if (GetParam().sqpollIdleMs) {
 		EXPECT_NE(loop->describe().find("sqpoll"), std::string::npos) << loop->describe();
+	}
+	if (!GetParam().poll && !GetParam().sqpollIdleMs &&
+	    (probeNetFeatures().deferTaskrun || probeNetFeatures().coopTaskrun)) {
+		EXPECT_EQ(loop->describe().find("taskrun_flag") != std::string::npos, !GetParam().noTaskrunFlag)
+			<< loop->describe();
 	}
 	ASSERT_TRUE(drive(*loop, [&] { return sink.frames.size() == 50; }));
 	for (uint64_t q = 0; q < 50; ++q)
@@ -464,7 +471,8 @@ TEST_P(NetLoopTest, ManyConnectionsOnATinySubmissionQueueAllReceiveWhileParked)
 	writer.join();
 	ASSERT_EQ(sink.frames.size(), std::size_t{ kConns });
 	/* A park that slept through a frame would have lasted its whole 5 s. */
-	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4)) << "submission queue full " << loop->stats().sqFull << " times";
+	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4))
+		<< "submission queue full " << loop->stats().sqFull << " times";
 	/* The echoes: each client reads its own frame back. */
 	while (loop->stats().bytesOut < std::size_t{ kConns } * stampedFrame(0, 24).size() && Clock::now() < end)
 		loop->poll();
@@ -547,6 +555,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, NetLoopTest,
 					   Backend{ "uring_coop_taskrun", false, false, false, true },
 					   /* A 1 ms idle time: the SQ thread also sleeps and is woken again within a test. */
 					   Backend{ "uring_sqpoll", false, false, false, false, 1 },
+					   /* Every pass enters the kernel for completions (no IORING_SQ_TASKRUN to look at). */
+					   Backend{ "uring_no_taskrun_flag", false, false, false, false, 0, true },
 					   Backend{ "poll", true, false, false }),
 			 [](const ::testing::TestParamInfo<Backend> &i) { return std::string(i.param.name); });
 
