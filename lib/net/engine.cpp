@@ -757,6 +757,12 @@ int Engine::startServer()
 		status.store(RMA_SUCCESS);
 		status.notify_one();
 		serveLoop();
+		/* Destroyed here, on its ring's thread, once the acceptor (which wakes it) is gone. */
+		acceptorGone_.wait(false);
+		loop_.store(nullptr, std::memory_order_release);
+		stopStats_ = loopOwner_->stats();
+		served_ = true;
+		loopOwner_.reset();
 	});
 	status.wait(1);
 	if (int rc = status.load(); rc != RMA_SUCCESS) {
@@ -1043,13 +1049,16 @@ void Engine::stop()
 		l->wake();
 	if (acceptor_.joinable())
 		acceptor_.join();
+	/* Release: the server thread may destroy its loop now (nobody else wakes it). */
+	acceptorGone_.store(true, std::memory_order_release);
+	acceptorGone_.notify_all();
 	if (server_.joinable())
 		server_.join();
 	loop_.store(nullptr, std::memory_order_relaxed);
 	conns_.clear();
-	if (loopOwner_ && config_.verbose) {
-		/* The server thread has been joined: its loop's counters are ours to read. */
-		const NetLoopStats &st = loopOwner_->stats();
+	if (served_ && config_.verbose) {
+		/* The server thread has been joined: the counters it left are ours to read. */
+		const NetLoopStats &st = stopStats_;
 		std::fprintf(stderr,
 			     "librma: rank %d's server (%s): %llu sends, %llu zero-copy (%llu notifications, %llu "
 			     "reported copied), %llu short, %llu bytes out, %llu passes, %llu parks\n",

@@ -437,9 +437,17 @@ private:
 	};
 	std::vector<Incoming> incoming_; /* authenticated, not yet in the loop */
 	std::atomic<uint32_t> incomingCount_{ 0 };
-	/* The server thread's loop: made on that thread (its only submitter), destroyed by stop() after the join. */
+	/*
+	 * The server thread's loop: made and destroyed on that thread (its only
+	 * submitter; its ring fd is registered for that thread alone, so another
+	 * thread's teardown enters would fail), the destruction once stop() has
+	 * joined the acceptor (acceptorGone_), which wakes it.
+	 */
 	std::unique_ptr<NetLoop> loopOwner_;
 	std::atomic<NetLoop *> loop_{ nullptr }; /* for wake() from the acceptor and stop() */
+	std::atomic<bool> acceptorGone_{ false };
+	bool served_ = false;	  /* the loop ran: stopStats_ holds its counters */
+	NetLoopStats stopStats_{}; /* the loop's counters, taken before it was destroyed (RMA_VERBOSE) */
 	std::string backend_;
 	std::map<ConnId, ServerConn> conns_;
 

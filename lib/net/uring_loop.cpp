@@ -200,6 +200,7 @@ private:
 	 */
 	void arm() noexcept;
 	bool armShort_ = false;
+	int sqpollRefused_ = 0; /* the errno of a refused SQPOLL ring (NetLoopConfig::sqpollIdleMs), or 0 */
 	int reap() noexcept;
 	void onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept;
 	void onSend(Conn &c, const io_uring_cqe *cqe, ConnId id, bool zc) noexcept;
@@ -286,12 +287,25 @@ int UringLoop::init()
 		p.flags = base | IORING_SETUP_COOP_TASKRUN | taskrunFlag;
 	else
 		p.flags = base;
+	int rc = -EINVAL;
 	if (config_.sqpollIdleMs) {
-		/* The kernel refuses DEFER_TASKRUN with SQPOLL: the SQ thread issues the requests and runs their task work. */
-		p.flags = base | IORING_SETUP_SQPOLL;
-		p.sq_thread_idle = config_.sqpollIdleMs;
+		/*
+		 * The kernel refuses DEFER_TASKRUN, COOP_TASKRUN and TASKRUN_FLAG
+		 * with SQPOLL: the SQ thread issues the requests and runs their
+		 * task work.
+		 */
+		io_uring_params sq{};
+		sq.cq_entries = p.cq_entries;
+		sq.flags = base | IORING_SETUP_SQPOLL | IORING_SETUP_SUBMIT_ALL;
+		sq.sq_thread_idle = config_.sqpollIdleMs;
+		rc = io_uring_queue_init_params(config_.ringEntries, &ring_, &sq);
+		if (rc == 0)
+			p = sq;
+		else
+			sqpollRefused_ = -rc; /* an LSM, RLIMIT_NPROC for the thread, an old kernel: the ring goes without */
 	}
-	int rc = io_uring_queue_init_params(config_.ringEntries, &ring_, &p);
+	if (rc < 0)
+		rc = io_uring_queue_init_params(config_.ringEntries, &ring_, &p);
 	if (rc < 0)
 		return makeErrnoError(RMA_ERR_INTERN, -rc, "net loop: io_uring_queue_init_params(%u entries, flags 0x%x)",
 				      config_.ringEntries, p.flags);
@@ -347,6 +361,7 @@ std::string UringLoop::describe() const
 	std::string s = "io_uring:";
 	s += (setupFlags_ & IORING_SETUP_DEFER_TASKRUN) ? " defer_taskrun"
 	     : (setupFlags_ & IORING_SETUP_COOP_TASKRUN) ? " coop_taskrun"
+	     : (setupFlags_ & IORING_SETUP_SQPOLL)	  ? ""
 							  : " plain_taskrun";
 	s += useMultishot() ? " buf_ring recv_multishot" : " single_shot_recv";
 	s += useFutex() ? " futex_wait" : " eventfd_wake";
@@ -354,6 +369,8 @@ std::string UringLoop::describe() const
 		s += " taskrun_flag";
 	if (sqpoll())
 		s += " sqpoll(idle " + std::to_string(config_.sqpollIdleMs) + " ms)";
+	else if (sqpollRefused_)
+		s += std::string(" (sqpoll refused: ") + std::strerror(sqpollRefused_) + ")";
 	if (!freeSlots_.empty() || std::any_of(conns_.begin(), conns_.end(), [](const auto &c) { return c->fixedSlot >= 0; }))
 		s += " fixed_buffers";
 	if (useZc()) {
@@ -425,14 +442,16 @@ void UringLoop::shut(Conn &c) noexcept
 void UringLoop::arm() noexcept
 {
 	armShort_ = true; /* until every connection is armed */
+	uint32_t armed = 0;
 	for (ConnId id = 0; id < conns_.size(); ++id) {
 		Conn &c = *conns_[id];
 		if (!c.open)
 			continue;
 		if (!c.recvArmed) {
-			io_uring_sqe *s = sqe();
+			io_uring_sqe *s = config_.armLimit && armed == config_.armLimit ? nullptr : sqe();
 			if (!s)
 				return; /* the SQ is still full after a submit: the next pass arms the rest */
+			++armed;
 			if (c.exact) {
 				/* Exactly the rest of the header or of the frame, straight into place; whole unless the stream ends. */
 				const std::span<uint8_t> room = c.assembler.room();
@@ -464,9 +483,10 @@ void UringLoop::arm() noexcept
 				c.queued.clear();
 				c.sent = 0;
 			}
-			io_uring_sqe *s = sqe();
+			io_uring_sqe *s = config_.armLimit && armed == config_.armLimit ? nullptr : sqe();
 			if (!s)
 				return;
+			++armed;
 			const std::size_t left = c.inflight.size() - c.sent;
 			if (zeroCopy(c, left)) {
 				io_uring_prep_send_zc(s, c.fd.get(), c.inflight.data() + c.sent, left, MSG_NOSIGNAL,
@@ -821,6 +841,11 @@ int UringLoop::wait(int64_t timeoutNs) noexcept
 			io_uring_prep_read(s, eventfd_.get(), &eventfdValue_, sizeof(eventfdValue_), 0);
 			io_uring_sqe_set_data64(s, userData(0, kEventfd));
 			eventfdArmed_ = true;
+		}
+		if (useFutex() ? !futexArmed_ : !eventfdArmed_) {
+			/* No entry for the doorbell's request: a wake() would go unheard until the timeout. Pass again. */
+			d.state.store(Doorbell::kAwake, std::memory_order_relaxed);
+			return poll();
 		}
 		++stats_.parks;
 		io_uring_cqe *cqe = nullptr;

@@ -119,6 +119,7 @@ struct NetLoopConfig {
 	bool noDeferTaskrun = false; /* COOP_TASKRUN ring: completions posted on any kernel entry */
 	bool noFixedBuffers = false; /* exact connections recv into unregistered memory */
 	bool noTaskrunFlag = false;  /* no IORING_SETUP_TASKRUN_FLAG: every pass enters the kernel for completions */
+	uint32_t armLimit = 0;       /* arm at most this many operations per pass (0: no limit), as a full SQ would */
 	/*
 	 * RMA_NET_SQPOLL: a kernel thread polls the submission queue
 	 * (IORING_SETUP_SQPOLL) for this many ms after the last submission
@@ -126,8 +127,10 @@ struct NetLoopConfig {
 	 * without entering the kernel while the SQ thread is awake (its
 	 * requests' completions are posted by that thread), at the price of a
 	 * third busy thread per host beside the origin and the server; the ring
-	 * is then neither SINGLE_ISSUER nor DEFER_TASKRUN (the kernel refuses
-	 * those with SQPOLL).
+	 * then has neither DEFER_TASKRUN, COOP_TASKRUN nor TASKRUN_FLAG (the
+	 * kernel refuses them with SQPOLL). A kernel that refuses SQPOLL itself
+	 * (an LSM, RLIMIT_NPROC, before 5.11 without CAP_SYS_ADMIN) gets the
+	 * ring without it, and describe() says why.
 	 */
 	uint32_t sqpollIdleMs = 0;
 	/* Doorbell to park on; nullptr: the loop's own. Must outlive the loop. */

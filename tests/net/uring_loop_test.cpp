@@ -440,50 +440,65 @@ TEST_P(NetLoopTest, DataEndsAPark)
  * More connections than submission entries: arming them all takes several
  * submits (with an SQ thread, waits for it to take entries), and a park
  * must never leave one of them without its recv, or its data would never
- * end the park. Every connection gets a frame after the owner parked, and
- * every frame must come back echoed.
+ * end the park. Only the last connection gets a frame at first, after the
+ * owner parked; then every other one does, and every frame must come back
+ * echoed. Run once as is and once with arm() limited to one operation a
+ * pass (NetLoopConfig::armLimit: what a full submission queue does), so
+ * every park follows an arm() that stopped short.
  */
 TEST_P(NetLoopTest, ManyConnectionsOnATinySubmissionQueueAllReceiveWhileParked)
 {
-	Sink sink;
-	NetLoopConfig cfg;
-	cfg.ringEntries = 2;
-	auto loop = make(sink, cfg);
-	ASSERT_TRUE(loop);
-	sink.echo = true;
-	constexpr int kConns = 24;
-	std::vector<UniqueFd> clients;
-	for (int i = 0; i < kConns; ++i) {
-		auto [s, c] = net::loopbackTcpPair();
-		ASSERT_TRUE(s.isValid() && c.isValid());
-		ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
-		clients.push_back(std::move(c));
+	for (uint32_t limit : { 0u, 1u }) {
+		SCOPED_TRACE(limit ? "one operation armed a pass" : "no limit");
+		Sink sink;
+		NetLoopConfig cfg;
+		cfg.ringEntries = 2;
+		cfg.armLimit = limit;
+		auto loop = make(sink, cfg);
+		ASSERT_TRUE(loop);
+		sink.echo = true;
+		constexpr int kConns = 24;
+		std::vector<UniqueFd> clients;
+		for (int i = 0; i < kConns; ++i) {
+			auto [s, c] = net::loopbackTcpPair();
+			ASSERT_TRUE(s.isValid() && c.isValid());
+			ASSERT_TRUE(loop->addConnection(std::move(s)).ok());
+			clients.push_back(std::move(c));
+		}
+		const std::size_t frameBytes = stampedFrame(0, 24).size();
+		for (int phase = 0; phase < 2; ++phase) {
+			const std::size_t want = phase == 0 ? 1 : kConns;
+			std::thread writer([&] {
+				std::this_thread::sleep_for(std::chrono::milliseconds(30));
+				for (int i = 0; i < kConns; ++i) {
+					if ((phase == 0) == (i == kConns - 1)) {
+						EXPECT_TRUE(writeAll(clients[i].get(), stampedFrame(static_cast<uint64_t>(i), 24)));
+					}
+				}
+			});
+			const auto t0 = Clock::now();
+			while (sink.frames.size() < want && Clock::now() - t0 < std::chrono::seconds(20))
+				loop->wait(5'000'000'000);
+			writer.join();
+			ASSERT_EQ(sink.frames.size(), want) << "phase " << phase;
+			/* A park that slept through a frame would have lasted its whole 5 s. */
+			EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4))
+				<< "phase " << phase << ": submission queue full " << loop->stats().sqFull << " times";
+		}
+		EXPECT_TRUE(checkStamp(sink.frames[0], kConns - 1));
+		/* The echoes: each client reads its own frame back. */
+		const auto end = Clock::now() + std::chrono::seconds(10);
+		while (loop->stats().bytesOut < std::size_t{ kConns } * frameBytes && Clock::now() < end)
+			loop->poll();
+		for (int i = 0; i < kConns; ++i) {
+			Bytes back(frameBytes);
+			ASSERT_TRUE(readAll(clients[i].get(), back.data(), back.size())) << i;
+			EXPECT_TRUE(checkStamp(back, static_cast<uint64_t>(i))) << i;
+		}
+		EXPECT_TRUE(sink.closed.empty());
+		/* A submit frees entries, or (SQ thread) waiting for it does: arm() never stops short for want of one. */
+		EXPECT_EQ(loop->stats().sqFull, 0u);
 	}
-	std::thread writer([&] {
-		std::this_thread::sleep_for(std::chrono::milliseconds(30));
-		for (int i = 0; i < kConns; ++i)
-			EXPECT_TRUE(writeAll(clients[i].get(), stampedFrame(static_cast<uint64_t>(i), 24)));
-	});
-	const auto t0 = Clock::now();
-	const auto end = t0 + std::chrono::seconds(20);
-	while (sink.frames.size() < kConns && Clock::now() < end)
-		loop->wait(5'000'000'000);
-	writer.join();
-	ASSERT_EQ(sink.frames.size(), std::size_t{ kConns });
-	/* A park that slept through a frame would have lasted its whole 5 s. */
-	EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4))
-		<< "submission queue full " << loop->stats().sqFull << " times";
-	/* The echoes: each client reads its own frame back. */
-	while (loop->stats().bytesOut < std::size_t{ kConns } * stampedFrame(0, 24).size() && Clock::now() < end)
-		loop->poll();
-	for (int i = 0; i < kConns; ++i) {
-		Bytes back(stampedFrame(0, 24).size());
-		ASSERT_TRUE(readAll(clients[i].get(), back.data(), back.size())) << i;
-		EXPECT_TRUE(checkStamp(back, static_cast<uint64_t>(i))) << i;
-	}
-	EXPECT_TRUE(sink.closed.empty());
-	/* A submit frees entries, or (SQ thread) waiting for it does: arm() never stops short. */
-	EXPECT_EQ(loop->stats().sqFull, 0u);
 }
 
 TEST_P(NetLoopTest, ATimedOutParkReturns)
