@@ -791,6 +791,7 @@ int Window::build(int status, void *base, rma_aint size, int dispUnit)
 	globalLocks_ = reinterpret_cast<GlobalLocks *>(control_.data() + layout.globals);
 	slots_ = reinterpret_cast<RankSlot *>(control_.data() + layout.slots);
 	mySlot_ = &slots_[rank()];
+	myHolder_ = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
 	/* Relaxed: read by agents for liveness only, re-read each time they ask (0: not known yet). */
 	slots_[me].pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
 	pscwPosted_ = reinterpret_cast<uint32_t *>(control_.data() + layout.posted);

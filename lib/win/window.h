@@ -676,7 +676,7 @@ private:
 	{
 		std::atomic<uint64_t> &word = slots_[target].lock;
 		uint64_t v = 0;
-		const uint64_t holder = static_cast<uint64_t>(rank() + 1) << lockword::kHolderShift;
+		const uint64_t holder = myHolder_; /* no load chain (comm_ -> rank) before the compare-exchange */
 		if (!word.compare_exchange_strong(v, holder, std::memory_order_seq_cst, std::memory_order_relaxed))
 			return false;
 		if ((globalLocks_->word.load(std::memory_order_seq_cst) & lockword::kLockAllMask) == 0) [[likely]] {
@@ -900,6 +900,7 @@ private:
 	GlobalLocks *globalLocks_ = nullptr;
 	RankSlot *slots_ = nullptr;
 	RankSlot *mySlot_ = nullptr; /* &slots_[rank()] */
+	uint64_t myHolder_ = 0;      /* (rank() + 1) << lockword::kHolderShift: this rank as an exclusive holder */
 	uint32_t *pscwPosted_ = nullptr;
 	uint32_t *pscwCompleted_ = nullptr;
 	size_t pscwRow_ = 0;            /* uint32 counters per PSCW row */
