@@ -77,6 +77,7 @@ inline bool netUring(const char *v) { return oneOf(v, { "auto", "off", "require"
 inline bool netZc(const char *v) { return oneOf(v, { "auto", "on", "off" }); }
 inline bool netTimeout(const char *v) { return number(v) && std::atol(v) >= 100 && std::atol(v) <= 600000; }
 inline bool sqpollIdle(const char *v) { return number(v) && std::atol(v) <= 10000; }
+inline bool serverPriority(const char *v) { return oneOf(v, { "normal", "fifo" }); }
 inline bool hugePages(const char *v) { return oneOf(v, { "off", "prefer", "require" }); }
 
 /* The rma_placement words: local, interleave, none or node:N. */
@@ -160,6 +161,11 @@ inline constexpr Knob kKnobs[] = {
 	  "and sleeps after N ms without submissions, so the server submits without system calls while it is awake; "
 	  "a third busy thread per host, for hosts with a core to spare; 0: no such thread",
 	  knobs::sqpollIdle },
+	{ "RMA_NET_SERVER_PRIORITY", "normal or fifo", "normal",
+	  "fifo: a host server thread runs SCHED_FIFO, so another host's operation preempts the ranks computing on "
+	  "its CPU (a passive target answers as fast as an active one), and spins 50 us after a frame unless "
+	  "RMA_NET_SPIN_US says otherwise; needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1 (else normal, said on stderr)",
+	  knobs::serverPriority },
 	{ "RMA_NET_IF", "an interface name, an IPv4 address or a CIDR (10.0.0.0/24)", "the first non-loopback IPv4 address up",
 	  "where a job that spans hosts listens for other hosts' operations (loopback only when named)", nullptr },
 	{ "RMA_NET_TIMEOUT_MS", "a number of milliseconds, 100 to 600000", "3000",

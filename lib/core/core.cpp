@@ -689,6 +689,12 @@ int startNetEngine(Comm &world)
 		config.fixedBuffers = std::strcmp(v, "0") != 0;
 	if (const char *v = knobValue("RMA_NET_SQPOLL"))
 		config.sqpollIdleMs = static_cast<uint32_t>(std::clamp(std::atol(v), 0L, 10000L));
+	if (const char *v = knobValue("RMA_NET_SERVER_PRIORITY"); v && !std::strcmp(v, "fifo")) {
+		config.realtime = true;
+		/* A FIFO server keeps its CPU while it spins: 50 us after a frame, not 200 (README, "Across hosts"). */
+		if (!knobValue("RMA_NET_SPIN_US"))
+			config.spinUs = 50;
+	}
 	if (config.sqpollIdleMs && !knobValue("RMA_NET_SPIN_US")) {
 		/*
 		 * An SQ thread and a spinning server beside this host's ranks: if

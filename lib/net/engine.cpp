@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -955,6 +956,20 @@ void Engine::serveLoop()
 	NetLoop &loop = *loopOwner_;
 	int64_t lastActive = nowNs();
 	const int64_t spinNs = int64_t{ config_.spinUs } * 1000;
+	bool realtime = false;
+	if (config_.realtime) {
+		sched_param sp{};
+		sp.sched_priority = 1;
+		if (int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp); rc == 0)
+			realtime = true;
+		else
+			std::fprintf(stderr,
+				     "librma: rank %d: RMA_NET_SERVER_PRIORITY=fifo refused (%s): the server runs at normal "
+				     "priority (it needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 1)\n",
+				     config_.rank, std::strerror(rc));
+	}
+	/* Relaxed: read by stop() after the join. */
+	realtime_.store(realtime, std::memory_order_relaxed);
 	while (!stopping_.load(std::memory_order_acquire)) {
 		if (incomingCount_.load(std::memory_order_acquire)) {
 			std::vector<Incoming> adopt;
@@ -1015,8 +1030,15 @@ void Engine::serveLoop()
 		if (events > 0)
 			lastActive = now;
 		if (parked) {
-			/* A lock is held here: let its holder run, then look again. */
-			sched_yield();
+			/*
+			 * A lock is held here: let its holder run, then look again. A
+			 * FIFO thread's yield would let no normal thread run: it waits
+			 * a little instead (a frame ends the wait).
+			 */
+			if (realtime)
+				loop.wait(kRealtimeBackoffNs);
+			else
+				sched_yield();
 			continue;
 		}
 		if (now - lastActive > spinNs) {
@@ -1034,7 +1056,10 @@ void Engine::serveLoop()
 			 * (a computing passive target answered in 960 us instead of 24).
 			 */
 			serverYields_.fetch_add(1, std::memory_order_relaxed);
-			sched_yield();
+			if (realtime)
+				loop.wait(kRealtimeBackoffNs); /* as above: a FIFO yield would not give the rank the CPU */
+			else
+				sched_yield();
 		}
 	}
 }
@@ -1060,9 +1085,11 @@ void Engine::stop()
 		/* The server thread has been joined: the counters it left are ours to read. */
 		const NetLoopStats &st = stopStats_;
 		std::fprintf(stderr,
-			     "librma: rank %d's server (%s): %llu sends, %llu zero-copy (%llu notifications, %llu "
+			     "librma: rank %d's server (%s%s): %llu sends, %llu zero-copy (%llu notifications, %llu "
 			     "reported copied), %llu short, %llu bytes out, %llu passes, %llu parks\n",
-			     config_.rank, backend_.c_str(), static_cast<unsigned long long>(st.sends),
+			     config_.rank, backend_.c_str(),
+			     realtime_.load(std::memory_order_relaxed) ? "; SCHED_FIFO" : "",
+			     static_cast<unsigned long long>(st.sends),
 			     static_cast<unsigned long long>(st.zcSends), static_cast<unsigned long long>(st.zcNotifs),
 			     static_cast<unsigned long long>(st.zcCopied), static_cast<unsigned long long>(st.shortSends),
 			     static_cast<unsigned long long>(st.bytesOut), static_cast<unsigned long long>(st.passes),

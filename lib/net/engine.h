@@ -298,6 +298,14 @@ struct EngineConfig {
 	bool fixedBuffers = true;
 	/* RMA_NET_SQPOLL: the server's ring gets a kernel SQ polling thread that sleeps after this many idle ms; 0: none. */
 	uint32_t sqpollIdleMs = 0;
+	/*
+	 * RMA_NET_SERVER_PRIORITY=fifo: the server thread runs SCHED_FIFO
+	 * (priority 1), so a frame preempts the ranks computing on its CPU;
+	 * where it would yield to them it parks instead (a FIFO thread's yield
+	 * lets no normal thread run). Refused (no CAP_SYS_NICE, RLIMIT_RTPRIO
+	 * 0): normal priority, said once on stderr.
+	 */
+	bool realtime = false;
 	bool verbose = false;         /* RMA_VERBOSE=1: stop() prints what the server's loop used and sent */
 	/*
 	 * Called on the server thread when a connection from @host timed out
@@ -446,6 +454,9 @@ private:
 	std::unique_ptr<NetLoop> loopOwner_;
 	std::atomic<NetLoop *> loop_{ nullptr }; /* for wake() from the acceptor and stop() */
 	std::atomic<bool> acceptorGone_{ false };
+	std::atomic<bool> realtime_{ false }; /* the server thread got SCHED_FIFO (EngineConfig::realtime) */
+	/* A FIFO server's pause where a normal one yields: long enough for a normal thread to be scheduled. */
+	static constexpr int64_t kRealtimeBackoffNs = 20'000;
 	bool served_ = false;	  /* the loop ran: stopStats_ holds its counters */
 	NetLoopStats stopStats_{}; /* the loop's counters, taken before it was destroyed (RMA_VERBOSE) */
 	std::string backend_;
