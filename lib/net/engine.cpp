@@ -207,6 +207,9 @@ void Replier::send(FrameKind kind, uint16_t flags, std::span<const uint8_t> a, s
 
 uint8_t *Replier::dataInPlace(FrameKind kind, std::size_t n, bool last) noexcept
 {
+	/* parse() bounds every reply by the connection's largest frame (Reason::ReplyTooLong): never more here. */
+	if (n > kMaxBulkBody)
+		return nullptr;
 	FrameHeader h = request_;
 	h.kind = static_cast<uint16_t>(kind);
 	h.flags = last ? kLastChunk : 0;
@@ -887,6 +890,7 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 	std::lock_guard<std::mutex> g(registry_);
 	ParsedFrame f;
 	ParseContext ctx = parseContext(c.peerHost);
+	ctx.peerRank = c.peerRank; /* what the handshake proved: no frame may speak for another rank */
 	if (c.bulk)
 		ctx.maxBody = kMaxBulkBody;
 	ParseResult r = parse(frame, ctx, f);

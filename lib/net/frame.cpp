@@ -206,6 +206,17 @@ ParseResult parseOp(const ParseContext &ctx, const uint8_t *body, ParsedFrame &o
 	uint64_t want = 0;
 	if (out.type.size > (uint64_t{ 1 } << 62) || __builtin_mul_overflow(perCount, uint64_t{ out.op.count }, &want))
 		return fail(Reason::BadBodyLength, h.bodyLen, -1);
+	/*
+	 * What the reply carries (GET, GET_ACC: the target data, whatever the
+	 * request's own data; FOP, CAS: one element): the server sizes its
+	 * reply frame from it, so it must not wrap and must fit a frame the
+	 * origin takes (an origin never asks for more).
+	 */
+	if (kind == FrameKind::Get || kind == FrameKind::GetAcc || kind == FrameKind::Fop || kind == FrameKind::Cas) {
+		uint64_t reply = 0;
+		if (__builtin_mul_overflow(out.type.size, uint64_t{ out.op.count }, &reply) || reply > ctx.maxBody)
+			return fail(Reason::ReplyTooLong, out.op.count, static_cast<int64_t>(out.type.size), ctx.maxBody);
+	}
 	if (kind == FrameKind::PutBulk) {
 		out.chunk = decodeBulkChunk(body + fixed + runBytes);
 		if (dataLen == 0)
@@ -693,6 +704,8 @@ const char *reasonText(Reason r) noexcept
 	case Reason::RankNotZero: return "a rank field that must be 0 is not";
 	case Reason::ReservedNotZero: return "a reserved field is not 0";
 	case Reason::BadBodyLength: return "body length does not match the frame's contents";
+	case Reason::OriginNotAuthenticated: return "the frame names a rank other than the connection's authenticated one";
+	case Reason::ReplyTooLong: return "the reply it asks for would not fit a frame";
 	case Reason::BadWireType: return "malformed datatype";
 	case Reason::BadListedRank: return "listed rank outside the world or on the wrong host";
 	case Reason::BadRegion: return "attach table entry empty or wrapping around";
@@ -733,6 +746,8 @@ ParseResult checkHeader(const FrameHeader &h, const ParseContext &ctx) noexcept
 	case Dir::Request:
 		if (!onHost(ctx, h.origin, ctx.peerHost))
 			return fail(Reason::OriginNotPeer, h.origin);
+		if (ctx.peerRank >= 0 && h.origin != ctx.peerRank)
+			return fail(Reason::OriginNotAuthenticated, h.origin, ctx.peerRank);
 		if (!onHost(ctx, h.target, ctx.localHost))
 			return fail(Reason::TargetNotLocal, h.target);
 		break;
@@ -745,6 +760,8 @@ ParseResult checkHeader(const FrameHeader &h, const ParseContext &ctx) noexcept
 	case Dir::NoTarget:
 		if (!onHost(ctx, h.origin, ctx.peerHost))
 			return fail(Reason::OriginNotPeer, h.origin);
+		if (ctx.peerRank >= 0 && h.origin != ctx.peerRank)
+			return fail(Reason::OriginNotAuthenticated, h.origin, ctx.peerRank);
 		if (h.target != 0)
 			return fail(Reason::RankNotZero, h.origin, h.target);
 		break;
@@ -753,6 +770,8 @@ ParseResult checkHeader(const FrameHeader &h, const ParseContext &ctx) noexcept
 			return fail(Reason::RankNotZero, h.origin, h.target);
 		if (!onHost(ctx, h.target, ctx.peerHost))
 			return fail(Reason::TargetNotPeer, h.target);
+		if (ctx.peerRank >= 0 && h.target != ctx.peerRank)
+			return fail(Reason::OriginNotAuthenticated, h.target, ctx.peerRank);
 		break;
 	}
 	if (info.dir != Dir::Conn && h.window == 0)
@@ -844,6 +863,13 @@ std::string describe(const ParseResult &r, const FrameHeader &h)
 	case Reason::BadListedRank:
 	case Reason::RankNotInWindow:
 		std::snprintf(detail, sizeof(detail), " (rank %" PRId64 ")", r.a);
+		break;
+	case Reason::OriginNotAuthenticated:
+		std::snprintf(detail, sizeof(detail), " (rank %" PRId64 ", the connection is rank %" PRId64 "'s)", r.a, r.b);
+		break;
+	case Reason::ReplyTooLong:
+		std::snprintf(detail, sizeof(detail), " (count %" PRId64 " x %" PRId64 " bytes, at most %" PRId64 ")", r.a,
+			      r.b, r.c);
 		break;
 	case Reason::InvalidElement:
 		std::snprintf(detail, sizeof(detail), " (element %" PRId64 ", %" PRId64 " bytes per count)", r.a, r.b);

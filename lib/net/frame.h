@@ -251,6 +251,13 @@ struct ParseContext {
 	std::span<const uint32_t> hostOfRank;
 	uint32_t localHost = 0; /* this host */
 	uint32_t peerHost = 0;	/* the authenticated peer's host */
+	/*
+	 * A server's connection: the authenticated peer's world rank, which
+	 * every request must name as its origin (a POST: as its poster), so one
+	 * process cannot act as another (unlock its lock, count in its fence).
+	 * -1: any rank of the peer's host (an origin reading replies).
+	 */
+	int64_t peerRank = -1;
 	/* The window with id @id, or nullptr if the agent has none. Required for window kinds. */
 	const WindowView *(*findWindow)(const void *ctx, uint64_t id) noexcept = nullptr;
 	const void *windowCtx = nullptr;
@@ -283,6 +290,8 @@ enum class Reason : uint8_t {
 	BadWireType,	 /* runs truncated by the body (see wireError) */
 	BadListedRank,	 /* POST or RANK_DEAD lists a rank outside the world or on the wrong host */
 	BadRegion,	 /* an ATTACH_TABLE entry is empty or wraps around */
+	OriginNotAuthenticated, /* a request's origin (POST: its poster) is not the connection's authenticated rank */
+	ReplyTooLong,	 /* a GET, GET_ACC, FOP or CAS whose reply would not fit a frame the origin takes */
 	/* Nack: a well-formed request that cannot be applied */
 	UnknownWindow,	  /* RMA_ERR_WIN */
 	RankNotInWindow,  /* RMA_ERR_RANK */

@@ -622,6 +622,81 @@ TEST_F(FrameParseTest, DropsOpFramesWhoseLengthsDisagree)
 	expectRefused(build(bulk), Reason::BadBodyLength, ConnPhase::Open, kMaxBulkBody);
 }
 
+/*
+ * A reply is sized from the request's type size x count, whatever data the
+ * request itself carries: that product must neither wrap nor exceed a frame
+ * the origin takes. The first frame is a review's: its footprint is one
+ * byte inside the window, its size x count wraps to 0, and the server once
+ * sized a 0-byte reply and copied 4 x 2^62 blocks into it.
+ */
+TEST_F(FrameParseTest, DropsRequestsWhoseReplyWouldNotFitAFrame)
+{
+	OpSpec wrap{ req(FrameKind::Get) };
+	wrap.t = { kByte, 1, 1ull << 62, 0 };
+	wrap.runs = { WireRun{ 0, 1, 1ull << 62, 0 } };
+	wrap.b.count = 4;
+	wrap.data = 0;
+	expectRefused(build(wrap), Reason::ReplyTooLong);
+
+	/* Without wrapping: 4 GiB of reply. */
+	OpSpec big{ req(FrameKind::Get) };
+	big.t = { kByte, 0, 1, 1 };
+	big.b.count = 0xffffffffu;
+	big.data = 0;
+	expectRefused(build(big), Reason::ReplyTooLong);
+
+	/* A reply of a whole frame is fine, one byte more is not; bulk connections take larger ones. */
+	OpSpec edge{ req(FrameKind::Get) };
+	edge.t = { kByte, 0, 1, 1 };
+	edge.b.count = kMaxBody;
+	edge.data = 0;
+	Bytes f = build(edge);
+	EXPECT_NE(run(f).reason, Reason::ReplyTooLong) << describe(run(f), frame_.header);
+	edge.b.count = kMaxBody + 1;
+	expectRefused(build(edge), Reason::ReplyTooLong);
+	EXPECT_NE(run(build(edge), ConnPhase::Open, kMaxBulkBody).reason, Reason::ReplyTooLong);
+
+	/* get_accumulate with NO_OP carries no data but asks for count x size back. */
+	OpSpec ga{ req(FrameKind::GetAcc) };
+	ga.t = { kInt, 0, 4, 4 };
+	ga.b = { 0, (kMaxBody / 4) + 1, static_cast<uint16_t>(librma::Op::NoOp), 0 };
+	ga.data = 0;
+	expectRefused(build(ga), Reason::ReplyTooLong);
+}
+
+/*
+ * On a server's connection every request must name the authenticated peer
+ * as its origin (a POST: as its poster): one process of the peer's host
+ * cannot unlock another's lock or count in its fence.
+ */
+TEST_F(FrameParseTest, DropsRequestsThatSpeakForAnotherRankOfThePeersHost)
+{
+	auto as = [&](const Bytes &bytes, int64_t peerRank) {
+		ctx_ = host_.context();
+		ctx_.peerRank = peerRank;
+		return parse(bytes, ctx_, frame_);
+	};
+	Bytes put = build(OpSpec{ req(FrameKind::Put, kStaticWindow, 2, 0) });
+	EXPECT_EQ(as(put, 2).verdict, Verdict::Ok);
+	EXPECT_EQ(as(put, -1).verdict, Verdict::Ok);
+	ParseResult r = as(put, 3);
+	EXPECT_EQ(r.reason, Reason::OriginNotAuthenticated);
+	EXPECT_EQ(r.verdict, Verdict::Drop);
+	EXPECT_NE(describe(r, frame_.header).find("rank 3's"), std::string::npos) << describe(r, frame_.header);
+
+	Bytes unlock = raw(req(FrameKind::Unlock, kStaticWindow, 3, 0), {});
+	EXPECT_EQ(as(unlock, 3).verdict, Verdict::Ok) << describe(as(unlock, 3), frame_.header);
+	EXPECT_EQ(as(unlock, 2).reason, Reason::OriginNotAuthenticated);
+
+	Bytes fence = raw(req(FrameKind::Fence, kStaticWindow, 3, 0), word64(1));
+	EXPECT_EQ(as(fence, 3).verdict, Verdict::Ok) << describe(as(fence, 3), frame_.header);
+	EXPECT_EQ(as(fence, 2).reason, Reason::OriginNotAuthenticated);
+
+	Bytes post = raw(req(FrameKind::Post, kStaticWindow, 0, 2), words32({ 2, 0, 0, 1 }));
+	EXPECT_EQ(as(post, 2).verdict, Verdict::Ok) << describe(as(post, 2), frame_.header);
+	EXPECT_EQ(as(post, 3).reason, Reason::OriginNotAuthenticated);
+}
+
 TEST_F(FrameParseTest, NacksWellFormedRequestsItCannotApply)
 {
 	OpSpec s{ req(FrameKind::Put, 1234) };
