@@ -717,8 +717,10 @@ int Engine::startServer()
 			 * queue stays small instead of growing to the whole window.
 			 */
 			if (!it->second.parked.empty() || e->loopOwner_->unsent(conn) > kReplyBacklog ||
-			    !e->handleRequest(conn, frame))
+			    !e->handleRequest(conn, frame)) {
 				it->second.parked.emplace_back(frame.begin(), frame.end());
+				it->second.parkedBytes += frame.size();
+			}
 		};
 		handler.onClosed = [](void *ctx, ConnId conn, int error) noexcept {
 			auto *e = static_cast<Engine *>(ctx);
@@ -937,6 +939,7 @@ void Engine::dropBulkOf(uint32_t rank)
 		if (c.bulk && c.peerRank == rank) {
 			c.open = false;
 			c.parked.clear();
+			c.parkedBytes = 0;
 		}
 }
 
@@ -1013,9 +1016,20 @@ void Engine::serveLoop()
 			while (c.open && done < c.parked.size() && loop.unsent(it->first) <= kReplyBacklog &&
 			       handleRequest(it->first, c.parked[done]))
 				++done;
-			if (done)
+			if (done) {
+				for (std::size_t i = 0; i < done; ++i)
+					c.parkedBytes -= c.parked[i].size();
 				c.parked.erase(c.parked.begin(), c.parked.begin() + static_cast<std::ptrdiff_t>(done));
+			}
 			parked |= !c.parked.empty();
+			/* Back-pressure (kParkedPauseBytes): stop reading it while too much waits, resume below half. */
+			if (c.open && !c.paused && c.parkedBytes > kParkedPauseBytes) {
+				loop.pauseReceive(it->first, true);
+				c.paused = true;
+			} else if (c.paused && c.parkedBytes <= kParkedPauseBytes / 2) {
+				loop.pauseReceive(it->first, false);
+				c.paused = false;
+			}
 			if (!c.open) {
 				/* Dropped for a malformed frame: it can never unlock what it holds here. */
 				const uint32_t rank = c.peerRank;

@@ -411,7 +411,15 @@ private:
 		bool open = true;
 		/* Parked frames of this connection (copies), applied in order. */
 		std::vector<std::vector<uint8_t>> parked;
+		std::size_t parkedBytes = 0; /* their sum */
+		bool paused = false;	      /* receiving paused while too much is parked (kParkedPauseBytes) */
 	};
+	/*
+	 * Back-pressure: a connection whose parked frames exceed this stops
+	 * being read (NetLoop::pauseReceive), so its origin's sends block
+	 * instead of this process's memory growing; it resumes below half.
+	 */
+	static constexpr std::size_t kParkedPauseBytes = std::size_t{ 8 } << 20;
 
 	EngineConfig config_;
 	std::vector<uint32_t> leaders_;

@@ -100,6 +100,16 @@ public:
 		return RMA_SUCCESS;
 	}
 
+	void pauseReceive(ConnId id, bool paused) noexcept override
+	{
+		if (id >= conns_.size() || !conns_[id]->open || conns_[id]->paused == paused)
+			return;
+		Conn &c = *conns_[id];
+		c.paused = paused;
+		stats_.pauses += paused;
+		updateEvents(id, c);
+	}
+
 	int poll() noexcept override { return pass(0); }
 
 	int wait(int64_t timeoutNs) noexcept override
@@ -147,6 +157,7 @@ private:
 		bool exact; /* ConnOptions::exact: each recv goes to assembler.room() */
 		bool open = true;
 		bool wantOut = false; /* EPOLLOUT armed: the socket buffer was full */
+		bool paused = false;  /* pauseReceive(): EPOLLIN off, nothing read */
 		FrameAssembler assembler;
 		std::vector<uint8_t> queued;
 		std::size_t sent = 0;
@@ -172,7 +183,7 @@ private:
 	int readable(ConnId id, Conn &c) noexcept
 	{
 		int n = 0;
-		for (int i = 0; i < kRecvBurst && c.open; ++i) {
+		for (int i = 0; i < kRecvBurst && c.open && !c.paused; ++i) {
 			const std::span<uint8_t> room = c.exact ? c.assembler.room() : std::span<uint8_t>(c.buf);
 			ssize_t r = ::recv(c.fd.get(), room.data(), room.size(), MSG_DONTWAIT);
 			if (r < 0) {
@@ -240,11 +251,15 @@ private:
 	{
 		if (c.wantOut == want)
 			return;
+		c.wantOut = want;
+		updateEvents(id, c);
+	}
+	void updateEvents(ConnId id, Conn &c) noexcept
+	{
 		epoll_event ev{};
-		ev.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0u);
+		ev.events = (c.paused ? 0u : EPOLLIN | EPOLLRDHUP) | (c.wantOut ? EPOLLOUT : 0u);
 		ev.data.u64 = id;
 		epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
-		c.wantOut = want;
 	}
 
 	int pass(int timeoutMs) noexcept
@@ -282,7 +297,8 @@ private:
 			Conn &c = *conns_[id];
 			if (!c.open)
 				continue;
-			if (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			/* Paused: a hang-up or error is read when it resumes (what came before it first). */
+			if (!c.paused && (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 				n += readable(id, c);
 			if (c.open && (evs[i].events & EPOLLOUT))
 				n += flush(id, c);

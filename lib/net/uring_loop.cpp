@@ -56,7 +56,7 @@ int checkConfig(const FrameHandler &handler, const NetLoopConfig &c)
  * << 8 | what the operation was. The notification CQE carries its send's
  * user_data, so the generation names the buffer it releases.
  */
-enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4, kSendZc = 5 };
+enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4, kSendZc = 5, kCancel = 6 };
 constexpr uint32_t kGenMask = 0xffffff;
 constexpr uint64_t userData(ConnId c, Tag t, uint32_t gen = 0)
 {
@@ -107,6 +107,7 @@ public:
 		return c.queued.size() + (c.inflight.size() - c.sent);
 	}
 	int close(ConnId conn) override;
+	void pauseReceive(ConnId conn, bool paused) noexcept override;
 	int poll() noexcept override;
 	int wait(int64_t timeoutNs) noexcept override;
 	void wake() noexcept override;
@@ -121,6 +122,7 @@ private:
 		int fixedSlot = -1; /* exact: the registered buffer slot of assembler.buffer(), or -1 */
 		bool open = true;
 		bool recvArmed = false;
+		bool paused = false; /* pauseReceive(): no recv is armed until it resumes */
 		bool sendArmed = false;
 		bool zcArmed = false; /* the send in flight is a SEND_ZC */
 		bool everArmed = false;
@@ -430,6 +432,24 @@ int UringLoop::close(ConnId id)
 	return RMA_SUCCESS;
 }
 
+void UringLoop::pauseReceive(ConnId id, bool paused) noexcept
+{
+	if (id >= conns_.size() || !conns_[id]->open || conns_[id]->paused == paused)
+		return;
+	Conn &c = *conns_[id];
+	c.paused = paused;
+	if (!paused)
+		return; /* the next arm() re-arms its recv */
+	++stats_.pauses;
+	/* The armed recv would still take data: cancel it (it ends with -ECANCELED, having taken none). */
+	if (c.recvArmed) {
+		if (io_uring_sqe *s = sqe()) {
+			io_uring_prep_cancel64(s, userData(id, kRecv), 0);
+			io_uring_sqe_set_data64(s, userData(id, kCancel));
+		}
+	}
+}
+
 void UringLoop::shut(Conn &c) noexcept
 {
 	c.open = false;
@@ -447,7 +467,7 @@ void UringLoop::arm() noexcept
 		Conn &c = *conns_[id];
 		if (!c.open)
 			continue;
-		if (!c.recvArmed) {
+		if (!c.recvArmed && !c.paused) {
 			io_uring_sqe *s = config_.armLimit && armed == config_.armLimit ? nullptr : sqe();
 			if (!s)
 				return; /* the SQ is still full after a submit: the next pass arms the rest */
@@ -549,6 +569,8 @@ void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
 		++stats_.enobufs;
 	} else if (res == -EAGAIN && c.exact) {
 		/* A READ_FIXED on a nonblocking socket with nothing there (kernels before ~6.3 say so): ask again. */
+	} else if (res == -ECANCELED && c.paused) {
+		/* pauseReceive() cancelled it: re-armed on resume. */
 	} else if (c.open) {
 		const int err = res == 0 ? 0 : -res;
 		shut(c);
@@ -785,6 +807,8 @@ int UringLoop::reap() noexcept
 			futexArmed_ = false;
 			++stats_.futexWakes;
 			break;
+		case kCancel:
+			break; /* the cancelled recv reports itself */
 		case kEventfd:
 			eventfdArmed_ = false;
 			++stats_.eventfdWakes;

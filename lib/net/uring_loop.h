@@ -150,6 +150,7 @@ struct NetLoopStats {
 	uint64_t sends = 0;	    /* send submissions / calls */
 	uint64_t shortSends = 0;    /* of which took fewer bytes than offered (the rest went in later sends) */
 	uint64_t zcSends = 0;	    /* of which IORING_OP_SEND_ZC */
+	uint64_t pauses = 0;	    /* pauseReceive(true) on a receiving connection */
 	uint64_t sqFull = 0;	    /* io_uring: times the submission queue was full after a submit (arm() waited or stopped) */
 	uint64_t zcHeld = 0;	    /* sent buffers set aside because a zero-copy notification was still due */
 	uint64_t zcNotifs = 0;	    /* zero-copy notifications: the kernel let go of a buffer */
@@ -249,6 +250,16 @@ public:
 
 	/* Close @conn now; no onClosed() for it. RMA_ERR_ARG if unknown or already closed. */
 	virtual int close(ConnId conn) = 0;
+
+	/*
+	 * Stop (@paused true) or resume receiving on @conn: back-pressure for a
+	 * caller that cannot take its frames yet. While paused nothing more is
+	 * read from the socket, so the peer's sends block once the socket
+	 * buffers fill; frames already received (what an armed receive takes
+	 * before its cancellation lands) are still delivered. Not from inside
+	 * a callback. Unknown or closed: no-op.
+	 */
+	virtual void pauseReceive(ConnId conn, bool paused) noexcept = 0;
 
 	/*
 	 * One pass: submit queued sends, collect completions, deliver frames

@@ -11,6 +11,7 @@
  * dropped) releases what it held, its parked requests never applied.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -66,7 +67,7 @@ public:
 		case FrameKind::Lock:
 			/* Held by someone until the origin is lost; granted if asked after that. */
 			++lockTries_;
-			if (lost_.load() < 0)
+			if (lost_.load() < 0 && !grantLocks_.load())
 				return false;
 			++lockGrants_;
 			reply.ack();
@@ -81,6 +82,7 @@ public:
 	std::atomic<int> lost_{ -1 };
 	std::atomic<int> lockTries_{ 0 };
 	std::atomic<int> lockGrants_{ 0 };
+	std::atomic<bool> grantLocks_{ false }; /* grant a LOCK while the origin lives */
 	void onReply(const ParsedFrame &f) noexcept override
 	{
 		if (f.header.kind == static_cast<uint16_t>(FrameKind::Ack))
@@ -525,6 +527,71 @@ TEST_F(EngineTest, AParkedRequestOfALostOriginIsNeverApplied)
 	/* FakeWindow would grant it now: it must never be asked again. */
 	std::this_thread::sleep_for(std::chrono::milliseconds(100));
 	EXPECT_EQ(server_.lockGrants_.load(), 0);
+}
+
+/*
+ * Back-pressure: requests parked behind a LOCK that cannot be granted yet
+ * are kept up to Engine::kParkedPauseBytes; then the server stops reading
+ * the connection, and the origin's sends block instead of the server's
+ * memory growing. Once the lock is granted every put is applied, in order.
+ */
+TEST_F(EngineTest, AConnectionWhoseParkedRequestsPileUpIsNoLongerRead)
+{
+	int fd = authenticatedConnect();
+	ASSERT_GE(fd, 0);
+	uint8_t body[8] = {};
+	le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
+	auto lock = frame(FrameKind::Lock, 1, body);
+	ASSERT_EQ(write(fd, lock.data(), lock.size()), static_cast<ssize_t>(lock.size()));
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+	while (server_.lockTries_.load() == 0 && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	ASSERT_GT(server_.lockTries_.load(), 0);
+
+	/* Puts of 60 000 bytes until the socket stays full for 200 ms (or 48 MiB went: no back-pressure). */
+	ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	const std::vector<uint8_t> data(60000, 0x5a);
+	std::vector<uint8_t> all;
+	std::size_t written = 0;
+	uint64_t seq = 2;
+	auto stuckSince = std::chrono::steady_clock::time_point{};
+	while (written < (std::size_t{ 48 } << 20) && std::chrono::steady_clock::now() < end) {
+		if (written == all.size()) {
+			auto f = putFrame(seq++, 0, data);
+			all.insert(all.end(), f.begin(), f.end());
+		}
+		ssize_t w = ::send(fd, all.data() + written, all.size() - written, MSG_NOSIGNAL);
+		if (w > 0) {
+			written += static_cast<std::size_t>(w);
+			stuckSince = {};
+			continue;
+		}
+		ASSERT_TRUE(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) << std::strerror(errno);
+		const auto now = std::chrono::steady_clock::now();
+		if (stuckSince == std::chrono::steady_clock::time_point{})
+			stuckSince = now;
+		else if (now - stuckSince > std::chrono::milliseconds(200))
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	EXPECT_LT(written, std::size_t{ 32 } << 20) << "the server kept reading what it could only park";
+	EXPECT_EQ(server_.puts(), 0);
+
+	/* Granted: the rest goes out, and every put is applied. */
+	server_.grantLocks_.store(true);
+	ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+	while (written < all.size()) {
+		ssize_t w = ::send(fd, all.data() + written, all.size() - written, MSG_NOSIGNAL);
+		ASSERT_GT(w, 0) << std::strerror(errno);
+		written += static_cast<std::size_t>(w);
+	}
+	const int want = static_cast<int>(seq - 2);
+	end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+	while (server_.puts() < want && std::chrono::steady_clock::now() < end)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	EXPECT_EQ(server_.puts(), want);
+	EXPECT_EQ(server_.lockGrants_.load(), 1);
+	close(fd);
 }
 
 TEST_F(EngineTest, AMalformedFrameDropsOnlyItsConnection)

@@ -501,6 +501,64 @@ TEST_P(NetLoopTest, ManyConnectionsOnATinySubmissionQueueAllReceiveWhileParked)
 	}
 }
 
+/*
+ * Back-pressure: a paused connection is not read, so a peer that keeps
+ * writing finds the socket buffers full (EAGAIN) after a bounded amount;
+ * once resumed, every frame arrives, in order.
+ */
+TEST_P(NetLoopTest, APausedConnectionIsNotReadUntilItResumes)
+{
+	Sink sink;
+	auto loop = make(sink);
+	ASSERT_TRUE(loop);
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	const ConnId id = loop->addConnection(std::move(s)).value();
+	loop->poll(); /* its recv armed */
+	loop->pauseReceive(id, true);
+	for (int i = 0; i < 20; ++i) { /* the cancellation of a multishot recv lands */
+		loop->poll();
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	}
+	EXPECT_EQ(loop->stats().pauses, 1u);
+
+	/* Whole 1 KiB frames until the socket refuses more. */
+	ASSERT_EQ(fcntl(c.get(), F_SETFL, fcntl(c.get(), F_GETFL) | O_NONBLOCK), 0);
+	Bytes all;
+	uint64_t n = 0;
+	std::size_t written = 0;
+	const auto end = Clock::now() + std::chrono::seconds(10);
+	while (written <= (std::size_t{ 64 } << 20) && Clock::now() < end) {
+		if (written == all.size()) {
+			Bytes f = stampedFrame(n++, 1024);
+			all.insert(all.end(), f.begin(), f.end());
+		}
+		ssize_t w = ::send(c.get(), all.data() + written, all.size() - written, MSG_NOSIGNAL);
+		if (w > 0) {
+			written += static_cast<std::size_t>(w);
+			loop->poll(); /* nothing may be read meanwhile */
+			continue;
+		}
+		ASSERT_TRUE(w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) << std::strerror(errno);
+		break;
+	}
+	EXPECT_LT(written, std::size_t{ 64 } << 20) << "the paused connection was read";
+	EXPECT_TRUE(sink.frames.empty()) << sink.frames.size() << " frames delivered while paused";
+
+	/* Resumed: the rest of the last frame goes out blocking, and everything arrives. */
+	loop->pauseReceive(id, false);
+	std::thread writer([&] {
+		ASSERT_EQ(fcntl(c.get(), F_SETFL, fcntl(c.get(), F_GETFL) & ~O_NONBLOCK), 0);
+		EXPECT_TRUE(writeAll(c.get(), Bytes(all.begin() + static_cast<std::ptrdiff_t>(written), all.end())));
+	});
+	EXPECT_TRUE(drive(*loop, [&] { return sink.frames.size() == n; }));
+	writer.join();
+	ASSERT_EQ(sink.frames.size(), n);
+	for (uint64_t q = 0; q < n; ++q)
+		ASSERT_TRUE(checkStamp(sink.frames[q], q)) << q;
+	EXPECT_TRUE(sink.closed.empty());
+}
+
 TEST_P(NetLoopTest, ATimedOutParkReturns)
 {
 	Sink sink;
