@@ -595,7 +595,7 @@ int Engine::registerWindow(uint64_t id, WindowService *service, bool serves)
 {
 	{
 		std::lock_guard<std::mutex> g(registry_);
-		windows_[id] = Entry{ service };
+		windows_[id] = Entry{ service, serves };
 	}
 	if (serves && !serverUp_.load(std::memory_order_acquire))
 		return startServer();
@@ -912,8 +912,9 @@ bool Engine::handleRequest(ConnId conn, std::span<const uint8_t> frame)
 	Replier reply(*loopOwner_, conn, answer);
 	switch (r.verdict) {
 	case Verdict::Ok:
-		if (WindowService *s = findService(f.header.window))
-			return s->onRequest(f, reply);
+		/* Only the window's server on this host takes requests: a second set of lock books would break exclusion. */
+		if (auto it = windows_.find(f.header.window); it != windows_.end() && it->second.serves)
+			return it->second.service->onRequest(f, reply);
 		reply.nack(RMA_ERR_WIN, f.header.window);
 		return true;
 	case Verdict::Nack:

@@ -434,6 +434,7 @@ private:
 	std::mutex registry_;
 	struct Entry {
 		WindowService *service;
+		bool serves = false; /* this process is its host's server for the window: requests are for it */
 	};
 	std::map<uint64_t, Entry> windows_;
 

@@ -327,6 +327,32 @@ TEST_F(EngineTest, AuthenticatedRequestsAreAppliedInOrderAndAnswered)
 	EXPECT_FALSE(engines_[1]->serverBackend().empty());
 }
 
+/*
+ * Requests go to a window's server on the target's host only: a process
+ * that knows the window but does not serve it refuses them (RMA_ERR_WIN),
+ * or it would keep a second set of lock books beside the server's.
+ */
+TEST_F(EngineTest, AProcessThatDoesNotServeAWindowRefusesItsRequests)
+{
+	FakeWindow notServed, originSide;
+	ASSERT_EQ(engines_[1]->registerWindow(kWindow + 1, &notServed, false), RMA_SUCCESS);
+	ASSERT_EQ(engines_[0]->registerWindow(kWindow + 1, &originSide, false), RMA_SUCCESS);
+	auto link = engines_[0]->link(1);
+	ASSERT_TRUE(link) << errorMessage(link.code());
+	Link &l = *link.value();
+	uint8_t v = 7;
+	auto put = putFrame(l.nextSeq(), 8, std::span(&v, 1));
+	FrameHeader h = decodeHeader(put.data());
+	h.window = kWindow + 1;
+	encodeHeader(h, put.data());
+	ASSERT_EQ(l.send(put), RMA_SUCCESS);
+	EXPECT_TRUE(pumpUntil(l, [&] { return originSide.lastNack_.load() != 0; }));
+	EXPECT_EQ(originSide.lastNack_.load(), RMA_ERR_WIN);
+	EXPECT_EQ(notServed.puts(), 0);
+	engines_[1]->unregisterWindow(kWindow + 1);
+	engines_[0]->unregisterWindow(kWindow + 1);
+}
+
 /* Engines whose server polls for half a second after its last frame. */
 class EngineSpinTest : public EngineTest
 {
