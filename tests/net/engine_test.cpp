@@ -274,6 +274,24 @@ protected:
 		return fd;
 	}
 
+	/*
+	 * authenticatedConnect(), then a LOCK the window cannot grant yet:
+	 * parked, and retried on every pass. @fd: the connection (-1 on failure).
+	 */
+	void connectWithAParkedLock(int &fd)
+	{
+		fd = authenticatedConnect();
+		ASSERT_GE(fd, 0);
+		uint8_t body[8] = {};
+		le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
+		auto lock = frame(FrameKind::Lock, 1, body);
+		ASSERT_EQ(write(fd, lock.data(), lock.size()), static_cast<ssize_t>(lock.size()));
+		auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+		while (server_.lockTries_.load() == 0 && std::chrono::steady_clock::now() < end)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		ASSERT_GT(server_.lockTries_.load(), 0);
+	}
+
 	/* A connection to rank 1 that authenticated as rank 0 (a raw fd, so the test decides how it ends). */
 	int authenticatedConnect()
 	{
@@ -534,17 +552,10 @@ TEST_F(EngineTest, AnOrderlyCloseReleasesWhatItsOriginHeldToo)
 
 TEST_F(EngineTest, AParkedRequestOfALostOriginIsNeverApplied)
 {
-	int fd = authenticatedConnect();
-	ASSERT_GE(fd, 0);
-	/* A LOCK the window cannot grant yet: parked, and retried on every pass. */
-	uint8_t body[8] = {};
-	le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
-	auto lock = frame(FrameKind::Lock, 1, body);
-	ASSERT_EQ(write(fd, lock.data(), lock.size()), static_cast<ssize_t>(lock.size()));
-	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-	while (server_.lockTries_.load() == 0 && std::chrono::steady_clock::now() < end)
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	ASSERT_GT(server_.lockTries_.load(), 0);
+	int fd = -1;
+	connectWithAParkedLock(fd);
+	if (HasFatalFailure())
+		return;
 	/* Its origin dies: the parked LOCK goes with its connection, before the window releases what it held. */
 	linger hard{ 1, 0 };
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
@@ -563,16 +574,11 @@ TEST_F(EngineTest, AParkedRequestOfALostOriginIsNeverApplied)
  */
 TEST_F(EngineTest, AConnectionWhoseParkedRequestsPileUpIsNoLongerRead)
 {
-	int fd = authenticatedConnect();
-	ASSERT_GE(fd, 0);
-	uint8_t body[8] = {};
-	le::store<uint32_t>(body, RMA_LOCK_EXCLUSIVE);
-	auto lock = frame(FrameKind::Lock, 1, body);
-	ASSERT_EQ(write(fd, lock.data(), lock.size()), static_cast<ssize_t>(lock.size()));
+	int fd = -1;
+	connectWithAParkedLock(fd);
+	if (HasFatalFailure())
+		return;
 	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-	while (server_.lockTries_.load() == 0 && std::chrono::steady_clock::now() < end)
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	ASSERT_GT(server_.lockTries_.load(), 0);
 
 	/* Puts of 60 000 bytes until the socket stays full for 200 ms (or 48 MiB went: no back-pressure). */
 	ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
