@@ -547,9 +547,9 @@ TEST_P(NetLoopTest, APausedConnectionIsNotReadUntilItResumes)
 
 	/* Resumed: the rest of the last frame goes out blocking, and everything arrives. */
 	loop->pauseReceive(id, false);
-	std::thread writer([&] {
-		ASSERT_EQ(fcntl(c.get(), F_SETFL, fcntl(c.get(), F_GETFL) & ~O_NONBLOCK), 0);
-		EXPECT_TRUE(writeAll(c.get(), Bytes(all.begin() + static_cast<std::ptrdiff_t>(written), all.end())));
+	std::thread writer([&, fd = c.get()] {
+		ASSERT_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+		EXPECT_TRUE(writeAll(fd, Bytes(all.begin() + static_cast<std::ptrdiff_t>(written), all.end())));
 	});
 	EXPECT_TRUE(drive(*loop, [&] { return sink.frames.size() == n; }));
 	writer.join();
