@@ -257,7 +257,8 @@ private:
 	void updateEvents(ConnId id, Conn &c) noexcept
 	{
 		epoll_event ev{};
-		ev.events = (c.paused ? 0u : EPOLLIN | EPOLLRDHUP) | (c.wantOut ? EPOLLOUT : 0u);
+		/* Paused: not read, but the peer's close or an error is still seen (pass()). */
+		ev.events = (c.paused ? EPOLLRDHUP : EPOLLIN | EPOLLRDHUP) | (c.wantOut ? EPOLLOUT : 0u);
 		ev.data.u64 = id;
 		epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
 	}
@@ -297,7 +298,18 @@ private:
 			Conn &c = *conns_[id];
 			if (!c.open)
 				continue;
-			/* Paused: a hang-up or error is read when it resumes (what came before it first). */
+			if (c.paused && (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+				/* Paused and the peer is gone: closed now (its unread data goes with it, as its parked requests will). */
+				int err = 0;
+				if (evs[i].events & (EPOLLHUP | EPOLLERR)) {
+					socklen_t len = sizeof(err);
+					if (getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+						err = ECONNRESET;
+				}
+				closed(id, c, err);
+				++n;
+				continue;
+			}
 			if (!c.paused && (evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 				n += readable(id, c);
 			if (c.open && (evs[i].events & EPOLLOUT))

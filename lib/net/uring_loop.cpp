@@ -2,6 +2,7 @@
 #include "net/uring_loop.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -56,7 +57,7 @@ int checkConfig(const FrameHandler &handler, const NetLoopConfig &c)
  * << 8 | what the operation was. The notification CQE carries its send's
  * user_data, so the generation names the buffer it releases.
  */
-enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4, kSendZc = 5, kCancel = 6 };
+enum Tag : uint64_t { kRecv = 1, kSend = 2, kFutex = 3, kEventfd = 4, kSendZc = 5, kCancel = 6, kHangup = 7 };
 constexpr uint32_t kGenMask = 0xffffff;
 constexpr uint64_t userData(ConnId c, Tag t, uint32_t gen = 0)
 {
@@ -123,6 +124,9 @@ private:
 		bool open = true;
 		bool recvArmed = false;
 		bool paused = false; /* pauseReceive(): no recv is armed until it resumes */
+		bool recvCancelSent = false;   /* paused: the armed recv's cancellation is submitted */
+		bool hangupArmed = false;      /* paused: a poll for the peer's close or an error is armed */
+		bool hangupCancelSent = false; /* resumed: that poll's cancellation is submitted */
 		bool sendArmed = false;
 		bool zcArmed = false; /* the send in flight is a SEND_ZC */
 		bool everArmed = false;
@@ -207,6 +211,8 @@ private:
 	void onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept;
 	void onSend(Conn &c, const io_uring_cqe *cqe, ConnId id, bool zc) noexcept;
 	void onNotif(Conn &c, const io_uring_cqe *cqe, uint32_t gen) noexcept;
+	/* The poll a paused connection arms for its peer's close (kHangup) completed with @res. */
+	void onHangup(ConnId id, Conn &c, int res) noexcept;
 	/* inflight is wholly sent: reuse it, or hold it while the kernel may still read it. */
 	void finishInflight(Conn &c) noexcept;
 	/* Mark @c closed and shut its socket so its operations end (the caller tells the handler). */
@@ -219,7 +225,7 @@ private:
 	 */
 	void release(Conn &c) noexcept
 	{
-		if (c.open || c.recvArmed || c.sendArmed || zcDue(c))
+		if (c.open || c.recvArmed || c.sendArmed || c.hangupArmed || zcDue(c))
 			return;
 		if (c.fixedSlot >= 0) {
 			/* No read into it is in flight: the slot can go (an empty iovec unregisters it). */
@@ -438,16 +444,27 @@ void UringLoop::pauseReceive(ConnId id, bool paused) noexcept
 		return;
 	Conn &c = *conns_[id];
 	c.paused = paused;
-	if (!paused)
-		return; /* the next arm() re-arms its recv */
-	++stats_.pauses;
-	/* The armed recv would still take data: cancel it (it ends with -ECANCELED, having taken none). */
-	if (c.recvArmed) {
-		if (io_uring_sqe *s = sqe()) {
-			io_uring_prep_cancel64(s, userData(id, kRecv), 0);
-			io_uring_sqe_set_data64(s, userData(id, kCancel));
+	stats_.pauses += paused;
+	/* arm() does the rest: cancel the armed recv and watch for the peer's close, or undo that on resume. */
+}
+
+void UringLoop::onHangup(ConnId id, Conn &c, int res) noexcept
+{
+	c.hangupArmed = false;
+	c.hangupCancelSent = false;
+	/* Fired while still paused: the peer is gone (its unread data goes with it, as its parked requests will). */
+	if (res > 0 && c.open && c.paused) {
+		int err = 0;
+		if (res & (POLLERR | POLLHUP)) {
+			socklen_t len = sizeof(err);
+			if (getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+				err = ECONNRESET;
 		}
+		shut(c);
+		handler_.onClosed(handler_.ctx, id, err);
 	}
+	/* Else cancelled by a resume, or fired after one: the recv sees the close. */
+	release(c);
 }
 
 void UringLoop::shut(Conn &c) noexcept
@@ -467,6 +484,39 @@ void UringLoop::arm() noexcept
 		Conn &c = *conns_[id];
 		if (!c.open)
 			continue;
+		if (c.paused) {
+			/*
+			 * Paused: the armed recv would go on taking data, so cancel it
+			 * (-ECANCELED, or data it had already taken); and since nothing
+			 * reads the socket, a poll watches for the peer's close or an
+			 * error, so a dead origin is noticed (and its parked requests
+			 * dropped) without resuming.
+			 */
+			if (c.recvArmed && !c.recvCancelSent) {
+				io_uring_sqe *s = sqe();
+				if (!s)
+					return;
+				io_uring_prep_cancel64(s, userData(id, kRecv), 0);
+				io_uring_sqe_set_data64(s, userData(id, kCancel));
+				c.recvCancelSent = true;
+			}
+			if (!c.hangupArmed) {
+				io_uring_sqe *s = sqe();
+				if (!s)
+					return;
+				io_uring_prep_poll_add(s, c.fd.get(), POLLRDHUP | POLLERR | POLLHUP);
+				io_uring_sqe_set_data64(s, userData(id, kHangup));
+				c.hangupArmed = true;
+				c.hangupCancelSent = false;
+			}
+		} else if (c.hangupArmed && !c.hangupCancelSent) {
+			io_uring_sqe *s = sqe();
+			if (!s)
+				return;
+			io_uring_prep_cancel64(s, userData(id, kHangup), 0);
+			io_uring_sqe_set_data64(s, userData(id, kCancel));
+			c.hangupCancelSent = true;
+		}
 		if (!c.recvArmed && !c.paused) {
 			io_uring_sqe *s = config_.armLimit && armed == config_.armLimit ? nullptr : sqe();
 			if (!s)
@@ -492,6 +542,7 @@ void UringLoop::arm() noexcept
 			}
 			io_uring_sqe_set_data64(s, userData(id, kRecv));
 			c.recvArmed = true;
+			c.recvCancelSent = false;
 			if (c.everArmed)
 				++stats_.recvRearms;
 			c.everArmed = true;
@@ -569,8 +620,8 @@ void UringLoop::onRecv(ConnId id, Conn &c, const io_uring_cqe *cqe) noexcept
 		++stats_.enobufs;
 	} else if (res == -EAGAIN && c.exact) {
 		/* A READ_FIXED on a nonblocking socket with nothing there (kernels before ~6.3 say so): ask again. */
-	} else if (res == -ECANCELED && c.paused) {
-		/* pauseReceive() cancelled it: re-armed on resume. */
+	} else if (res == -ECANCELED) {
+		/* Only a pause cancels a recv (shut() ends one by shutdown()): arm() re-arms it once resumed, maybe already. */
 	} else if (c.open) {
 		const int err = res == 0 ? 0 : -res;
 		shut(c);
@@ -706,6 +757,9 @@ bool UringLoop::drainForTeardown(int ms, Done &&done) noexcept
 			case kEventfd:
 				eventfdArmed_ = false;
 				break;
+			case kHangup:
+				conns_[id]->hangupArmed = false;
+				break;
 			default:
 				break;
 			}
@@ -808,7 +862,10 @@ int UringLoop::reap() noexcept
 			++stats_.futexWakes;
 			break;
 		case kCancel:
-			break; /* the cancelled recv reports itself */
+			break; /* the cancelled operation reports itself */
+		case kHangup:
+			onHangup(id, *conns_[id], cqe->res);
+			break;
 		case kEventfd:
 			eventfdArmed_ = false;
 			++stats_.eventfdWakes;

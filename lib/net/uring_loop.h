@@ -256,8 +256,11 @@ public:
 	 * caller that cannot take its frames yet. While paused nothing more is
 	 * read from the socket, so the peer's sends block once the socket
 	 * buffers fill; frames already received (what an armed receive takes
-	 * before its cancellation lands) are still delivered. Not from inside
-	 * a callback. Unknown or closed: no-op.
+	 * before its cancellation lands) are still delivered. The peer's close
+	 * or a socket error is still noticed while paused: onClosed() then
+	 * comes at once, and what the peer sent that was not read yet is lost
+	 * (a dead origin's requests are dropped anyway). Not from inside a
+	 * callback. Unknown or closed: no-op.
 	 */
 	virtual void pauseReceive(ConnId conn, bool paused) noexcept = 0;
 

@@ -559,6 +559,61 @@ TEST_P(NetLoopTest, APausedConnectionIsNotReadUntilItResumes)
 	EXPECT_TRUE(sink.closed.empty());
 }
 
+/* While paused nothing reads the socket, yet the peer's close (or reset) is reported at once. */
+TEST_P(NetLoopTest, APausedConnectionStillReportsItsPeersClose)
+{
+	for (bool reset : { false, true }) {
+		SCOPED_TRACE(reset ? "reset" : "orderly close");
+		Sink sink;
+		auto loop = make(sink);
+		ASSERT_TRUE(loop);
+		auto [s, c] = net::loopbackTcpPair();
+		ASSERT_TRUE(s.isValid() && c.isValid());
+		const ConnId id = loop->addConnection(std::move(s)).value();
+		loop->poll();
+		loop->pauseReceive(id, true);
+		for (int i = 0; i < 5; ++i)
+			loop->poll();
+		ASSERT_TRUE(writeAll(c.get(), stampedFrame(1, 64))); /* unread: it goes with the connection */
+		if (reset) {
+			const linger hard{ 1, 0 };
+			setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+		}
+		c.reset();
+		ASSERT_TRUE(drive(*loop, [&] { return !sink.closed.empty(); })) << "the close went unnoticed while paused";
+		EXPECT_EQ(sink.closed[0].first, id);
+		if (reset) {
+			EXPECT_NE(sink.closed[0].second, 0);
+		}
+	}
+}
+
+/*
+ * A resume that comes before the paused recv's cancellation has completed
+ * (with an SQ thread, whenever it likes): the cancelled recv must not be
+ * taken for a failed connection, and the next frame must arrive.
+ */
+TEST_P(NetLoopTest, AResumeBeforeThePauseTookEffectKeepsTheConnection)
+{
+	Sink sink;
+	auto loop = make(sink);
+	ASSERT_TRUE(loop);
+	auto [s, c] = net::loopbackTcpPair();
+	ASSERT_TRUE(s.isValid() && c.isValid());
+	const ConnId id = loop->addConnection(std::move(s)).value();
+	loop->poll();
+	for (int round = 0; round < 20; ++round) {
+		loop->pauseReceive(id, true);
+		loop->poll(); /* the cancellation goes out */
+		loop->pauseReceive(id, false);
+		ASSERT_TRUE(writeAll(c.get(), stampedFrame(static_cast<uint64_t>(round), 32)));
+		ASSERT_TRUE(drive(*loop, [&] { return sink.frames.size() == static_cast<std::size_t>(round) + 1 ||
+						      !sink.closed.empty(); }));
+		ASSERT_TRUE(sink.closed.empty()) << "round " << round << ": closed with error " << sink.closed[0].second;
+		EXPECT_TRUE(checkStamp(sink.frames.back(), static_cast<uint64_t>(round)));
+	}
+}
+
 TEST_P(NetLoopTest, ATimedOutParkReturns)
 {
 	Sink sink;
