@@ -764,7 +764,7 @@ int Engine::startServer()
 		status.notify_one();
 		serveLoop();
 		/* Destroyed here, on its ring's thread, once the acceptor (which wakes it) is gone. */
-		acceptorGone_.wait(false);
+		acceptorGone_.wait(false); /* seq_cst: pairs with stop()'s release store after the acceptor's join */
 		loop_.store(nullptr, std::memory_order_release);
 		stopStats_ = loopOwner_->stats();
 		served_ = true;

@@ -181,6 +181,16 @@ private:
 		return s;
 	}
 	bool sqpoll() const { return (setupFlags_ & IORING_SETUP_SQPOLL) != 0; }
+	/* Submit the cancellation of @id's operation @what (its own CQE, kCancel, is ignored); false: no entry free. */
+	bool cancelOp(ConnId id, Tag what) noexcept
+	{
+		io_uring_sqe *s = sqe();
+		if (!s)
+			return false;
+		io_uring_prep_cancel64(s, userData(id, what), 0);
+		io_uring_sqe_set_data64(s, userData(id, kCancel));
+		return true;
+	}
 	/* Submit what arm() prepared; one kernel entry unless the SQ thread is awake and nothing needs flushing. */
 	void submit() noexcept
 	{
@@ -493,11 +503,8 @@ void UringLoop::arm() noexcept
 			 * dropped) without resuming.
 			 */
 			if (c.recvArmed && !c.recvCancelSent) {
-				io_uring_sqe *s = sqe();
-				if (!s)
+				if (!cancelOp(id, kRecv))
 					return;
-				io_uring_prep_cancel64(s, userData(id, kRecv), 0);
-				io_uring_sqe_set_data64(s, userData(id, kCancel));
 				c.recvCancelSent = true;
 			}
 			if (!c.hangupArmed) {
@@ -510,11 +517,8 @@ void UringLoop::arm() noexcept
 				c.hangupCancelSent = false;
 			}
 		} else if (c.hangupArmed && !c.hangupCancelSent) {
-			io_uring_sqe *s = sqe();
-			if (!s)
+			if (!cancelOp(id, kHangup))
 				return;
-			io_uring_prep_cancel64(s, userData(id, kHangup), 0);
-			io_uring_sqe_set_data64(s, userData(id, kCancel));
 			c.hangupCancelSent = true;
 		}
 		if (!c.recvArmed && !c.paused) {

@@ -159,6 +159,18 @@ protected:
 		return std::move(r.value());
 	}
 
+	/* One connection from a loopback pair: @loop's end added (its recv armed by a pass), the peer's in @peer. */
+	ConnId addLoopbackPeer(NetLoop &loop, UniqueFd &peer)
+	{
+		auto [s, c] = net::loopbackTcpPair();
+		EXPECT_TRUE(s.isValid() && c.isValid());
+		auto id = loop.addConnection(std::move(s));
+		EXPECT_TRUE(id.ok());
+		peer = std::move(c);
+		loop.poll();
+		return id.ok() ? id.value() : 0;
+	}
+
 	/* Poll @loop until @done() or 10 s. */
 	template<typename Done>
 	bool drive(NetLoop &loop, Done &&done)
@@ -511,10 +523,9 @@ TEST_P(NetLoopTest, APausedConnectionIsNotReadUntilItResumes)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s, c] = net::loopbackTcpPair();
-	ASSERT_TRUE(s.isValid() && c.isValid());
-	const ConnId id = loop->addConnection(std::move(s)).value();
-	loop->poll(); /* its recv armed */
+	UniqueFd c;
+	const ConnId id = addLoopbackPeer(*loop, c);
+	ASSERT_FALSE(HasFailure());
 	loop->pauseReceive(id, true);
 	for (int i = 0; i < 20; ++i) { /* the cancellation of a multishot recv lands */
 		loop->poll();
@@ -567,10 +578,9 @@ TEST_P(NetLoopTest, APausedConnectionStillReportsItsPeersClose)
 		Sink sink;
 		auto loop = make(sink);
 		ASSERT_TRUE(loop);
-		auto [s, c] = net::loopbackTcpPair();
-		ASSERT_TRUE(s.isValid() && c.isValid());
-		const ConnId id = loop->addConnection(std::move(s)).value();
-		loop->poll();
+		UniqueFd c;
+		const ConnId id = addLoopbackPeer(*loop, c);
+		ASSERT_FALSE(HasFailure());
 		loop->pauseReceive(id, true);
 		for (int i = 0; i < 5; ++i)
 			loop->poll();
@@ -598,10 +608,9 @@ TEST_P(NetLoopTest, AResumeBeforeThePauseTookEffectKeepsTheConnection)
 	Sink sink;
 	auto loop = make(sink);
 	ASSERT_TRUE(loop);
-	auto [s, c] = net::loopbackTcpPair();
-	ASSERT_TRUE(s.isValid() && c.isValid());
-	const ConnId id = loop->addConnection(std::move(s)).value();
-	loop->poll();
+	UniqueFd c;
+	const ConnId id = addLoopbackPeer(*loop, c);
+	ASSERT_FALSE(HasFailure());
 	for (int round = 0; round < 20; ++round) {
 		loop->pauseReceive(id, true);
 		loop->poll(); /* the cancellation goes out */
