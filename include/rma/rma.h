@@ -1109,8 +1109,15 @@ RMA_API int rma_win_attach(rma_win win, void *base, rma_aint size);
 /**
  * @brief Stop exposing the region attached at @p base (local call). A region
  *        attached several times at one base is detached one attachment per call.
+ *
+ * Operations still in flight to the region are erroneous (MPI), but one from
+ * another host never writes the memory after this call returns: the call
+ * waits for such an operation that is being applied (microseconds), and later
+ * ones fail at their origin with RMA_ERR_RMA_RANGE.
  * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_RMA_ATTACH if
- *         no region starts at @p base.
+ *         no region starts at @p base; RMA_ERR_PROC_FAILED if the region is
+ *         detached but an operation from another host being applied to it did
+ *         not end within 5 s (its host's server died).
  */
 RMA_API int rma_win_detach(rma_win win, const void *base);
 

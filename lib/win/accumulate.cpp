@@ -1352,6 +1352,8 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	Reach reach = tv.reach;
 	std::byte *direct = tv.base;
 	uint64_t remote = tv.remoteBase;
+	/* Announced before the lookup, withdrawn after the write-back: the owner's detach waits for it (control.h). */
+	RemoteAccess access(reach == Reach::Dynamic ? &attach_[t] : nullptr);
 	if (reach == Reach::Dynamic) {
 		/* @offset is an address: it must lie in the target's attached regions (never mapped from this thread). */
 		BlockCursor span(nodes, nnodes, extent, count);

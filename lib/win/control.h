@@ -224,9 +224,74 @@ inline constexpr uint32_t kMaxAttach = 1024;
 struct alignas(kFalseSharingPad) AttachTable {
 	std::atomic<uint64_t> sequence;
 	uint32_t count;
-	uint32_t reserved;
+	uint32_t remoteAccesses; /* another host's operations in progress here: beginRemoteAccess() */
 	AttachEntry entries[kMaxAttach];
 };
+
+/*
+ * Another host's operation on a dynamic target's memory is applied by its
+ * host's server, in whichever process serves the window, while the target
+ * process may detach and free the region at any moment (MPI calls such a
+ * program erroneous; a frame from another host must still never write
+ * freed memory). So the server announces each access before it looks the
+ * region up and withdraws it after the last byte moved, and the owner's
+ * detach waits, after publishing the table without the region, until no
+ * access is announced (finishRemoteAccesses()).
+ *
+ * Why it holds (the store-buffering pattern): the server does W(count of
+ * accesses) then R(sequence and entries), the owner W(sequence) then
+ * R(count of accesses), each pair separated by a sequentially consistent
+ * fence. So either the server's lookup reads the new table (no region: the
+ * operation fails with RMA_ERR_RMA_ATTACH) or the owner's load sees the
+ * access announced and waits for its end. Stress test:
+ * tests/win/remote_access_test.cpp.
+ */
+inline void beginRemoteAccess(AttachTable &table)
+{
+	/* Relaxed increment, then a seq_cst fence: orders it before the lookup's loads of sequence and entries. */
+	std::atomic_ref<uint32_t>(table.remoteAccesses).fetch_add(1, std::memory_order_relaxed);
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+inline void endRemoteAccess(AttachTable &table)
+{
+	/* Release: the access's writes (and reads) before the owner's acquire in finishRemoteAccesses(). */
+	std::atomic_ref<uint32_t>(table.remoteAccesses).fetch_sub(1, std::memory_order_release);
+}
+
+/* RAII form of begin/endRemoteAccess(); a null table (not a dynamic target) announces nothing. */
+class RemoteAccess
+{
+public:
+	explicit RemoteAccess(AttachTable *table) : table_(table)
+	{
+		if (table_)
+			beginRemoteAccess(*table_);
+	}
+	~RemoteAccess()
+	{
+		if (table_)
+			endRemoteAccess(*table_);
+	}
+	RemoteAccess(const RemoteAccess &) = delete;
+	RemoteAccess &operator=(const RemoteAccess &) = delete;
+
+private:
+	AttachTable *table_;
+};
+
+/*
+ * The owner, after publishing a table without a region: whether every
+ * remote access that may have seen the old table has ended. Call it until
+ * true (a server's access is a copy or an apply: microseconds).
+ */
+inline bool finishRemoteAccesses(AttachTable &table)
+{
+	/* seq_cst fence: the sequence's release store before this load (see above). */
+	std::atomic_thread_fence(std::memory_order_seq_cst);
+	/* Acquire: pairs with the release in endRemoteAccess(); the server's last write to the region happened before. */
+	return std::atomic_ref<uint32_t>(table.remoteAccesses).load(std::memory_order_acquire) == 0;
+}
 
 /*
  * The accumulate area (lib/win/accumulate.cpp), per target rank t:

@@ -1309,6 +1309,8 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		 */
 		TargetView tv = win_.targets_[t];
 		uintptr_t bias = tv.reach == Reach::Direct ? reinterpret_cast<uintptr_t>(tv.base) : tv.remoteBase;
+		/* Announced before the lookup, withdrawn after the copy: the owner's detach waits for it (control.h). */
+		RemoteAccess access(tv.reach == Reach::Dynamic ? &win_.attach_[t] : nullptr);
 		if (tv.reach == Reach::Dynamic) {
 			TargetView v;
 			const Footprint fp{ 0, f.footprint.hi - f.footprint.lo };

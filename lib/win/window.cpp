@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <mutex>
@@ -1116,7 +1117,22 @@ int Window::detach(const void *base)
 	auto index = static_cast<uint32_t>(std::prev(it) - attached_.begin());
 	attached_.erase(std::prev(it));
 	fillCoverEnds(attached_, index);
-	publishAttachTable(attach_[comm_->rank()], attached_, index);
+	AttachTable &table = attach_[comm_->rank()];
+	publishAttachTable(table, attached_, index);
+	/*
+	 * Another host's operation that found the region before it went may
+	 * still be copying: the memory is the caller's again only after it.
+	 * A server applies in microseconds; one that stays announced for
+	 * seconds died mid-copy (its host's job is failing).
+	 */
+	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	for (SpinWait wait; !finishRemoteAccesses(table); wait.once()) {
+		if (std::chrono::steady_clock::now() > deadline)
+			return makeError(RMA_ERR_PROC_FAILED,
+					 "rma_win_detach: region %p of window '%s' is detached, but an operation from another "
+					 "host applied to it did not end within 5 s (its server died?)",
+					 base, name.c_str());
+	}
 	return RMA_SUCCESS;
 }
 

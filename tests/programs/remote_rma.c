@@ -103,6 +103,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rma/rma.h>
@@ -1599,7 +1600,51 @@ static void caseDynamic(window *addrs, int round)
 		expectRefusedAtRelease("fence", rc, rma_win_fence(RMA_MODE_NOSUCCEED, dw), next);
 	}
 	barrier();
-	CALL(rma_win_detach(dw, region));
+	/*
+	 * Rank 0 detaches its region while every rank on another host streams
+	 * puts at it (erroneous in MPI, but a frame from another host must
+	 * never write the memory once rma_win_detach returned): after the
+	 * detach rank 0 fills the region with its own bytes, and finds them
+	 * intact once every streamer has stopped. A streamer's first put lands
+	 * (before the barrier); it then puts until one is refused with
+	 * RMA_ERR_RMA_RANGE (nothing else is allowed) and stops.
+	 */
+	CALL(rma_win_lock_all(0, dw));
+	const int streams = me != 0 && g_isRemote[0];
+	if (streams) {
+		fillPattern(src, DYN_SLOT, me, 0, round);
+		CALL(rma_put(src, DYN_SLOT, RMA_BYTE, 0, at[0] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
+		CALL(rma_win_flush(0, dw));
+	}
+	barrier();
+	if (me == 0) {
+		CALL(rma_win_detach(dw, region));
+		memset(region, 0xEE, bytes);
+	} else if (streams) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int landed = 0;; ++landed) {
+			rc = rma_put(src, DYN_SLOT, RMA_BYTE, 0, at[0] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw);
+			if (rc == RMA_SUCCESS)
+				rc = rma_win_flush(0, dw);
+			if (rc != RMA_SUCCESS) {
+				rma_error_class(rc, &cls);
+				if (cls != RMA_ERR_RMA_RANGE)
+					fail("a put racing rank 0's detach: expected success or RMA_ERR_RMA_RANGE, got class %d",
+					     cls);
+				break;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (t1.tv_sec - t0.tv_sec > 10)
+				fail("puts to rank 0's region still land 10 s after its detach (%d of them)", landed);
+		}
+	}
+	barrier();
+	if (me == 0)
+		checkFill("rank 0's region after its detach", region, bytes, 0xEE);
+	CALL(rma_win_unlock_all(dw));
+	if (me != 0)
+		CALL(rma_win_detach(dw, region));
 	CALL(rma_win_free(&dw));
 	free(region);
 	free(at);
