@@ -1517,7 +1517,7 @@ bool RemoteWindow::onRequest(const net::ParsedFrame &f, net::Replier &reply) noe
 		return true;
 	}
 	default:
-		/* ATTACH_QUERY: dynamic windows do not span hosts yet. */
+		/* ATTACH_QUERY: unused (the server checks a dynamic target's addresses itself, remote.h). */
 		reply.nack(RMA_ERR_NOT_SUPPORTED, f.header.kind);
 		return true;
 	}

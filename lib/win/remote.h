@@ -47,7 +47,10 @@
  * as ACC_REPLY before the flush's ACK.
  * PSCW: POST and COMPLETE frames update the posted and completed rows of the
  * peer's host (post(), complete() below).
- * Not yet across hosts: dynamic windows, allocate_shared (errors at creation).
+ * Dynamic windows: the disp is an address, checked by the target's server
+ * against the owner's attach table when it applies the frame (no origin-side
+ * copy of the table: ATTACH_QUERY is refused). allocate_shared cannot span
+ * hosts (an error at creation).
  */
 #pragma once
 
