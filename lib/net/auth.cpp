@@ -30,9 +30,10 @@ namespace {
 
 constexpr char kServerLabel[8] = { 'l', 'i', 'b', 'r', 'm', 'a', '-', 's' };
 constexpr char kClientLabel[8] = { 'l', 'i', 'b', 'r', 'm', 'a', '-', 'c' };
+constexpr char kRankLabel[8] = { 'l', 'i', 'b', 'r', 'm', 'a', '-', 'r' };
 constexpr uint32_t kHelloBody = 16 + kNonceBytes;
 constexpr uint32_t kChallengeBody = kNonceBytes + kMacBytes;
-constexpr uint32_t kProofBody = 8 + kMacBytes;
+constexpr uint32_t kProofBody = 8 + kMacBytes + kSignatureBytes;
 
 /* OpenSSL's last error as text, for messages (drains its queue). */
 std::string sslError()
@@ -99,6 +100,130 @@ int64_t authNowNs() noexcept
 	return std::chrono::duration_cast<std::chrono::nanoseconds>(
 		       std::chrono::steady_clock::now().time_since_epoch())
 		.count();
+}
+
+/* ---- RankIdentity ---- */
+
+Result<RankIdentity> RankIdentity::generate()
+{
+	RankIdentity id;
+	id.key_ = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+	if (!id.key_)
+		return Result<RankIdentity>::failure(
+			makeError(RMA_ERR_INTERN, "auth: cannot draw an Ed25519 identity (%s)", sslError().c_str()));
+	std::size_t len = id.public_.size();
+	if (EVP_PKEY_get_raw_public_key(id.key_, id.public_.data(), &len) != 1 || len != id.public_.size())
+		return Result<RankIdentity>::failure(
+			makeError(RMA_ERR_INTERN, "auth: Ed25519 public key (%s)", sslError().c_str()));
+	return id;
+}
+
+RankIdentity::RankIdentity(RankIdentity &&other) noexcept
+	: key_(std::exchange(other.key_, nullptr)), public_(other.public_)
+{
+}
+
+RankIdentity &RankIdentity::operator=(RankIdentity &&other) noexcept
+{
+	if (this != &other) {
+		EVP_PKEY_free(key_);
+		key_ = std::exchange(other.key_, nullptr);
+		public_ = other.public_;
+	}
+	return *this;
+}
+
+RankIdentity::~RankIdentity()
+{
+	EVP_PKEY_free(key_); /* libcrypto cleanses the private key */
+}
+
+namespace {
+
+/* Ed25519 signs a whole message (no streaming): the parts, joined. */
+std::vector<uint8_t> joined(std::span<const std::span<const uint8_t>> parts)
+{
+	std::vector<uint8_t> msg;
+	for (std::span<const uint8_t> p : parts)
+		msg.insert(msg.end(), p.begin(), p.end());
+	return msg;
+}
+
+} /* namespace */
+
+int RankIdentity::sign(std::span<const std::span<const uint8_t>> parts, std::array<uint8_t, kSignatureBytes> &out) const
+{
+	out.fill(0);
+	if (!key_)
+		return makeError(RMA_ERR_INTERN, "auth: signing with a moved-from identity");
+	const std::vector<uint8_t> msg = joined(parts);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	std::size_t len = out.size();
+	const bool ok = ctx && EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key_) == 1 &&
+			EVP_DigestSign(ctx, out.data(), &len, msg.data(), msg.size()) == 1 && len == out.size();
+	EVP_MD_CTX_free(ctx);
+	if (!ok) {
+		out.fill(0);
+		return makeError(RMA_ERR_INTERN, "auth: Ed25519 signature failed (%s)", sslError().c_str());
+	}
+	return RMA_SUCCESS;
+}
+
+bool verifySignature(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
+		     std::span<const std::span<const uint8_t>> parts, std::span<const uint8_t, kSignatureBytes> sig)
+{
+	EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, publicKey.data(), publicKey.size());
+	if (!key) {
+		ERR_clear_error();
+		return false;
+	}
+	const std::vector<uint8_t> msg = joined(parts);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	const bool ok = ctx && EVP_DigestVerifyInit(ctx, nullptr, nullptr, nullptr, key) == 1 &&
+			EVP_DigestVerify(ctx, sig.data(), sig.size(), msg.data(), msg.size()) == 1;
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(key);
+	ERR_clear_error();
+	return ok;
+}
+
+namespace {
+
+/* "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose: what sigC signs. */
+struct RankTranscript {
+	uint8_t who[12];
+	std::span<const uint8_t> parts[4];
+	RankTranscript(std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
+		       uint32_t clientLeader, uint32_t clientRank, uint32_t purpose)
+	{
+		le::store<uint32_t>(who, clientLeader);
+		le::store<uint32_t>(who + 4, clientRank);
+		le::store<uint32_t>(who + 8, purpose);
+		parts[0] = bytesOf(kRankLabel);
+		parts[1] = nonceS;
+		parts[2] = nonceC;
+		parts[3] = who;
+	}
+	RankTranscript(const RankTranscript &) = delete; /* parts point into who */
+};
+
+} /* namespace */
+
+int clientSignature(const RankIdentity &identity, std::span<const uint8_t, kNonceBytes> nonceS,
+		    std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
+		    uint32_t purpose, std::array<uint8_t, kSignatureBytes> &out)
+{
+	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose);
+	return identity.sign(t.parts, out);
+}
+
+bool clientSignatureValid(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
+			  std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
+			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose,
+			  std::span<const uint8_t, kSignatureBytes> sig)
+{
+	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose);
+	return verifySignature(publicKey, t.parts, sig);
 }
 
 /* ---- AuthKey ---- */
@@ -248,6 +373,7 @@ const char *authErrorName(AuthError e) noexcept
 	case AuthError::BadPeer: return "peer not allowed";
 	case AuthError::Replay: return "replay";
 	case AuthError::BadMac: return "bad MAC";
+	case AuthError::BadSignature: return "bad signature";
 	case AuthError::Timeout: return "timeout";
 	case AuthError::PeerClosed: return "peer closed";
 	}
@@ -276,6 +402,7 @@ Result<Handshake> Handshake::client(const AuthKey &key, ClientConfig config, int
 	h.rank_ = config.rank;
 	h.serverLeader_ = config.serverLeader;
 	h.purpose_ = config.purpose;
+	h.identity_ = config.identity;
 	h.peerName_ = std::move(config.peer);
 	if (int rc = randomBytes(h.nonceMine_); rc != RMA_SUCCESS)
 		return Result<Handshake>::failure(rc);
@@ -310,6 +437,7 @@ Result<Handshake> Handshake::server(const AuthKey &key, ServerConfig config, int
 	h.seen_ = config.seen;
 	h.allowLeader_ = config.allowLeader;
 	h.allowRank_ = config.allowRank;
+	h.rankKey_ = config.rankKey;
 	h.allowCtx_ = config.allowCtx;
 	if (int rc = randomBytes(h.nonceMine_); rc != RMA_SUCCESS)
 		return Result<Handshake>::failure(rc);
@@ -344,6 +472,8 @@ Handshake &Handshake::operator=(Handshake &&other) noexcept
 	seen_ = other.seen_;
 	allowLeader_ = other.allowLeader_;
 	allowRank_ = other.allowRank_;
+	rankKey_ = other.rankKey_;
+	identity_ = other.identity_;
 	allowCtx_ = other.allowCtx_;
 	peer_ = other.peer_;
 	nonceMine_ = other.nonceMine_;
@@ -607,6 +737,12 @@ void Handshake::onChallenge(const ParsedFrame &f) noexcept
 		return fail(AuthError::Local, "computing macC: %s", errorMessage(rc).c_str());
 	std::memcpy(body + 8, macC.data(), kMacBytes);
 	OPENSSL_cleanse(macC.data(), macC.size());
+	std::array<uint8_t, kSignatureBytes> sigC{};
+	if (identity_)
+		if (int rc = clientSignature(*identity_, noncePeer_, nonceMine_, leader_, rank_, purpose_, sigC);
+		    rc != RMA_SUCCESS)
+			return fail(AuthError::Local, "signing the PROOF: %s", errorMessage(rc).c_str());
+	std::memcpy(body + 8 + kMacBytes, sigC.data(), kSignatureBytes);
 	queue(FrameKind::Proof, body);
 	OPENSSL_cleanse(body, sizeof(body));
 	if (state_ != AuthState::InProgress)
@@ -635,6 +771,18 @@ void Handshake::onProof(const ParsedFrame &f) noexcept
 	if (allowRank_ && !allowRank_(allowCtx_, peer_.leader, rank))
 		return fail(AuthError::BadPeer, "PROOF for rank %u, which may not speak for leader %u's host", rank,
 			    peer_.leader);
+	/* The MAC says a member sent it; the signature, that rank itself did. */
+	if (rankKey_) {
+		const std::array<uint8_t, kIdentityKeyBytes> *pub = rankKey_(allowCtx_, rank);
+		if (!pub)
+			return fail(AuthError::BadPeer, "PROOF for rank %u, which published no identity", rank);
+		const std::span<const uint8_t, kSignatureBytes> sigC(f.data.data() + kMacBytes, kSignatureBytes);
+		if (!clientSignatureValid(*pub, nonceMine_, noncePeer_, peer_.leader, rank, purpose, sigC))
+			return fail(AuthError::BadSignature,
+				    "PROOF signature mismatch for rank %u (leader %u): a member of this job posing as "
+				    "another rank, or a process that lost its identity",
+				    rank, peer_.leader);
+	}
 	peer_.rank = rank;
 	peer_.purpose = purpose;
 	queue(FrameKind::Ready, {});

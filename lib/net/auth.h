@@ -8,18 +8,28 @@
  *
  *   client -> server  HELLO     {version, clientLeader, jobHash, nonceC[32]}
  *   server -> client  CHALLENGE {nonceS[32], macS}
- *   client -> server  PROOF     {clientRank, purpose, macC}
+ *   client -> server  PROOF     {clientRank, purpose, macC, sigC}
  *   server -> client  READY     {}
  *
  *   K    = HKDF-SHA256(ikm = secret, no salt, info = "librma net v1")
  *   macS = HMAC-SHA256(K, "librma-s" | nonceC | nonceS | serverLeader)
  *   macC = HMAC-SHA256(K, "librma-c" | nonceS | nonceC | clientLeader | clientRank | purpose)
+ *   sigC = Ed25519(clientRank's private key,
+ *                  "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose)
  *
- * ("librma-s"/"librma-c" are their 8 ASCII bytes; leaders and ranks are
- * u32 little-endian.) The two labels keep a server's MAC from serving as a
- * client's. Fresh nonces on both ends keep a recorded CHALLENGE or PROOF
+ * ("librma-s"/"librma-c"/"librma-r" are their 8 ASCII bytes; leaders and
+ * ranks are u32 little-endian.) The labels keep one proof from serving as
+ * another. Fresh nonces on both ends keep a recorded CHALLENGE or PROOF
  * from answering a later session; a server may also keep a NonceCache of
  * recent client nonces and refuse a HELLO that repeats one.
+ *
+ * K proves membership of the job; every member holds it. sigC proves the
+ * rank: each process draws an Ed25519 key pair at init (RankIdentity) and
+ * publishes the public key in its own PMIx record, which only it can
+ * write, so a member cannot pose as another rank (to unlock its locks or
+ * count in its fences) even though it knows K. A server with
+ * ServerConfig::rankKey set requires sigC; one without ignores it (tests
+ * of the MAC layer alone).
  *
  * The server computes nothing from K, and sends nothing, before the whole
  * HELLO has passed frame::parse (phase AwaitHello), its version and job
@@ -61,6 +71,7 @@
 #include "net/frame.h"
 
 typedef struct evp_mac_st EVP_MAC;
+typedef struct evp_pkey_st EVP_PKEY;
 
 namespace librma::net {
 
@@ -117,6 +128,58 @@ private:
 };
 
 /*
+ * A process's identity in the job: an Ed25519 key pair drawn at init
+ * (getrandom through libcrypto), whose public half goes into its endpoint
+ * card. Move-only; the destructor frees (and libcrypto wipes) the private
+ * key. Thread safety: immutable after generate(); sign() may be called
+ * from any thread.
+ */
+class RankIdentity
+{
+public:
+	/* A fresh key pair; RMA_ERR_INTERN when libcrypto has no Ed25519 or cannot draw a key. */
+	static Result<RankIdentity> generate();
+
+	RankIdentity(RankIdentity &&other) noexcept;
+	RankIdentity &operator=(RankIdentity &&other) noexcept;
+	RankIdentity(const RankIdentity &) = delete;
+	RankIdentity &operator=(const RankIdentity &) = delete;
+	~RankIdentity();
+
+	/* The public key, as published (raw Ed25519, 32 bytes). */
+	const std::array<uint8_t, kIdentityKeyBytes> &publicKey() const noexcept { return public_; }
+	/*
+	 * Ed25519 signature of the concatenation of @parts into @out.
+	 * RMA_SUCCESS; RMA_ERR_INTERN if libcrypto fails (@out zeroed).
+	 */
+	int sign(std::span<const std::span<const uint8_t>> parts, std::array<uint8_t, kSignatureBytes> &out) const;
+
+private:
+	RankIdentity() = default;
+	EVP_PKEY *key_ = nullptr;
+	std::array<uint8_t, kIdentityKeyBytes> public_{};
+};
+
+/*
+ * Whether @sig is @publicKey's Ed25519 signature of the concatenation of
+ * @parts. False for any malformed key or signature, or if libcrypto fails.
+ */
+bool verifySignature(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
+		     std::span<const std::span<const uint8_t>> parts, std::span<const uint8_t, kSignatureBytes> sig);
+
+/*
+ * The client's sigC (the formula above), for the state machine and for
+ * tests that forge PROOFs; and whether a sigC verifies under @publicKey.
+ */
+int clientSignature(const RankIdentity &identity, std::span<const uint8_t, kNonceBytes> nonceS,
+		    std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
+		    uint32_t purpose, std::array<uint8_t, kSignatureBytes> &out);
+bool clientSignatureValid(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
+			  std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
+			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose,
+			  std::span<const uint8_t, kSignatureBytes> sig);
+
+/*
  * The server's macS and the client's macC (the formulas above), for the
  * state machine and for tests that forge or replay frames. Return
  * RMA_SUCCESS or AuthKey::mac()'s error.
@@ -161,6 +224,7 @@ enum class AuthError : uint8_t {
 	BadPeer,    /* a leader or rank outside the world, or refused by allowLeader/allowRank */
 	Replay,	    /* a client nonce seen before, or a CHALLENGE echoing the client's nonce */
 	BadMac,	    /* macS or macC does not verify: the peer does not hold K */
+	BadSignature, /* sigC does not verify under the claimed rank's published key: a member posing as another rank */
 	Timeout,    /* a step's deadline passed */
 	PeerClosed, /* the peer closed the connection (or a read failed) mid-handshake */
 };
@@ -182,6 +246,8 @@ struct ClientConfig {
 	uint32_t rank = 0;	   /* this process's world rank (PROOF) */
 	uint32_t serverLeader = 0; /* the leader of the host being connected to (bound into macS) */
 	uint32_t purpose = kPurposeStream; /* what the connection carries (PROOF, bound into macC) */
+	/* This process's identity, which signs the PROOF (sigC); null: the signature is zeros (refused by a server with rankKey). */
+	const RankIdentity *identity = nullptr;
 	int64_t stepTimeoutNs = kAuthStepTimeoutNs;
 	std::string peer;	   /* for messages: "10.77.0.2:4100", "rank 2's agent" */
 };
@@ -199,7 +265,12 @@ struct ServerConfig {
 	bool (*allowLeader)(const void *ctx, uint32_t leader) noexcept = nullptr;
 	/* Optional: whether @rank may speak for the host of @leader (e.g. it lives there). */
 	bool (*allowRank)(const void *ctx, uint32_t leader, uint32_t rank) noexcept = nullptr;
-	const void *allowCtx = nullptr;
+	/*
+	 * Optional: @rank's published public key, or null if it has none (then
+	 * its PROOF is refused). Set: every PROOF must carry a valid sigC.
+	 */
+	const std::array<uint8_t, kIdentityKeyBytes> *(*rankKey)(const void *ctx, uint32_t rank) noexcept = nullptr;
+	const void *allowCtx = nullptr; /* passed to allowLeader, allowRank and rankKey */
 };
 
 /* Who the peer proved to be. */
@@ -337,15 +408,19 @@ private:
 	NonceCache *seen_ = nullptr;
 	bool (*allowLeader_)(const void *, uint32_t) noexcept = nullptr;
 	bool (*allowRank_)(const void *, uint32_t, uint32_t) noexcept = nullptr;
+	const std::array<uint8_t, kIdentityKeyBytes> *(*rankKey_)(const void *, uint32_t) noexcept = nullptr;
+	const RankIdentity *identity_ = nullptr;
 	const void *allowCtx_ = nullptr;
 	AuthPeer peer_;
 	std::array<uint8_t, kNonceBytes> nonceMine_{};
 	std::array<uint8_t, kNonceBytes> noncePeer_{};
-	/* Receive: one handshake frame (the largest is CHALLENGE, 32 + 64). */
-	std::array<uint8_t, kHeaderBytes + kNonceBytes + kMacBytes> in_{};
+	/* The largest handshake body: PROOF's 8 + 32 + 64 (CHALLENGE's is 64). */
+	static constexpr std::size_t kLargestBody = 8 + kMacBytes + kSignatureBytes;
+	/* Receive: one handshake frame. */
+	std::array<uint8_t, kHeaderBytes + kLargestBody> in_{};
 	std::size_t inHave_ = 0;
 	/* Send: at most two frames queued. */
-	std::array<uint8_t, 2 * (kHeaderBytes + kNonceBytes + kMacBytes)> out_{};
+	std::array<uint8_t, 2 * (kHeaderBytes + kLargestBody)> out_{};
 	std::size_t outHead_ = 0;
 	std::size_t outTail_ = 0;
 };

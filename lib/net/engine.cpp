@@ -145,6 +145,11 @@ bool allowRank(const void *ctx, uint32_t leader, uint32_t rank) noexcept
 	return rank < hosts.size() && leader < hosts.size() && hosts[rank] == hosts[leader];
 }
 
+const std::array<uint8_t, kIdentityKeyBytes> *rankKey(const void *ctx, uint32_t rank) noexcept
+{
+	return static_cast<const ServerAllow *>(ctx)->engine->identityOf(rank);
+}
+
 std::unique_ptr<Engine> gEngine;
 
 /* Reply bytes a connection may have waiting for its socket before its later requests wait. */
@@ -517,6 +522,11 @@ Result<std::unique_ptr<Engine>> Engine::listen(EngineConfig config, EndpointCard
 	card.ipv4 = e->ipv4_;
 	card.port = e->port_;
 	card.machine = machineHash();
+	auto identity = RankIdentity::generate();
+	if (!identity)
+		return Result<std::unique_ptr<Engine>>::failure(identity.code());
+	e->identity_ = std::make_unique<RankIdentity>(std::move(identity.value()));
+	std::memcpy(card.identity, e->identity_->publicKey().data(), kIdentityKeyBytes);
 	if (getrandom(card.secret, sizeof(card.secret), 0) != static_cast<ssize_t>(sizeof(card.secret)) ||
 	    getrandom(&card.jobHash, sizeof(card.jobHash), 0) != static_cast<ssize_t>(sizeof(card.jobHash)))
 		return Result<std::unique_ptr<Engine>>::failure(makeErrnoError(RMA_ERR_INTERN, errno, "rma_init: getrandom failed for the job secret"));
@@ -546,7 +556,19 @@ int Engine::setPeers(std::span<const EndpointCard> cards)
 		return key.code();
 	key_ = std::make_unique<AuthKey>(std::move(key.value()));
 	jobHash_ = cards_[0].jobHash;
+	identities_.resize(cards_.size());
+	for (std::size_t r = 0; r < cards_.size(); ++r)
+		std::memcpy(identities_[r].data(), cards_[r].identity, kIdentityKeyBytes);
 	return RMA_SUCCESS;
+}
+
+const std::array<uint8_t, kIdentityKeyBytes> *Engine::identityOf(uint32_t rank) const noexcept
+{
+	if (rank >= identities_.size())
+		return nullptr;
+	const std::array<uint8_t, kIdentityKeyBytes> &k = identities_[rank];
+	/* A rank without a listening engine (it never joined the transport) published zeros. */
+	return std::any_of(k.begin(), k.end(), [](uint8_t b) { return b != 0; }) ? &k : nullptr;
 }
 
 std::string Engine::address() const
@@ -644,6 +666,7 @@ Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t index)
 	cc.rank = static_cast<uint32_t>(config_.rank);
 	cc.serverLeader = leaderOf(hostOf(server));
 	cc.purpose = purpose;
+	cc.identity = identity_.get();
 	cc.peer = "rank " + std::to_string(server) + " at " + where;
 	auto peer = authenticateClient(fd.get(), *key_, cc);
 	if (!peer)
@@ -871,6 +894,7 @@ void Engine::acceptLoop()
 			sc.seen = &seen;
 			sc.allowLeader = allowLeader;
 			sc.allowRank = allowRank;
+			sc.rankKey = rankKey;
 			sc.allowCtx = &allow;
 			std::string peer = sc.peer;
 			auto h = Handshake::server(*key_, std::move(sc), authNowNs());
@@ -955,8 +979,14 @@ bool Engine::hasStream(uint32_t rank) const
 void Engine::originGone(uint32_t rank)
 {
 	std::lock_guard<std::mutex> g(registry_);
+	/*
+	 * Only the windows this process serves: their locks and grants are the
+	 * ones this connection took. Another process of this host serves the
+	 * rest, over its own connection from that origin, which may live on.
+	 */
 	for (auto &[id, entry] : windows_)
-		entry.service->onOriginLost(rank);
+		if (entry.serves)
+			entry.service->onOriginLost(rank);
 }
 
 void Engine::serveLoop()

@@ -62,6 +62,8 @@ struct EndpointCard {
 	uint64_t jobHash = 0;
 	uint64_t machine = 0; /* hash of the kernel's boot id: ranks of simulated hosts (namespaces) share CPUs */
 	uint8_t secret[kSecretBytes] = {};
+	/* This rank's public key (RankIdentity): its connections' PROOFs must be signed by the private half. */
+	uint8_t identity[kIdentityKeyBytes] = {};
 };
 
 /* Sends the answers to one request (the server thread's, during onRequest()). */
@@ -177,6 +179,14 @@ public:
 	/* Next request sequence number on this link (replies echo it). */
 	uint64_t nextSeq() { return ++seq_; }
 	/*
+	 * Request @seq is a LOCK whose answer may wait for a holder elsewhere
+	 * (its server parks it, and every later frame of this connection, of
+	 * any window, behind it). Until it is answered, silence on the link is
+	 * no sign of a lost host: lockUnanswered() tells every window's waits.
+	 */
+	void noteLock(uint64_t seq) { lockSeq_ = std::max(lockSeq_, seq); }
+	bool lockUnanswered() const { return lockSeq_ > answeredSeq_; }
+	/*
 	 * Write @bytes (whole frames) in full. Reads and dispatches replies
 	 * while the socket is full. RMA_ERR_PROC_FAILED once the connection is
 	 * lost (the message names the server and the error).
@@ -269,9 +279,12 @@ private:
 	/* A frame answering request @seq was received: forget the expected replies up to it. */
 	void answered(uint64_t seq)
 	{
+		answeredSeq_ = std::max(answeredSeq_, seq);
 		while (!largeReplies_.empty() && largeReplies_.front() <= seq)
 			largeReplies_.pop_front();
 	}
+	uint64_t lockSeq_ = 0;	   /* the last LOCK sent (noteLock()) */
+	uint64_t answeredSeq_ = 0; /* the last request answered (replies come in request order) */
 	uint64_t directFrames_ = 0;
 };
 
@@ -327,8 +340,12 @@ public:
 	static Result<std::unique_ptr<Engine>> listen(EngineConfig config, EndpointCard &card);
 	~Engine();
 
-	/* Every rank's card, in world order (after the init allgather). Derives the key. */
+	/* Every rank's card, in world order (after the init allgather). Derives the key; keeps each rank's identity. */
 	int setPeers(std::span<const EndpointCard> cards);
+	/* World rank @rank's published public key, null if it published none (or is outside the world). */
+	const std::array<uint8_t, kIdentityKeyBytes> *identityOf(uint32_t rank) const noexcept;
+	/* This process's identity, which signs the connections it opens (its public half is in its card). */
+	const RankIdentity *identity() const noexcept { return identity_.get(); }
 
 	const EngineConfig &config() const { return config_; }
 	uint32_t hostOf(int worldRank) const { return config_.hostOf[static_cast<std::size_t>(worldRank)]; }
@@ -425,6 +442,8 @@ private:
 	std::vector<uint32_t> leaders_;
 	std::vector<EndpointCard> cards_;
 	std::unique_ptr<AuthKey> key_;
+	std::unique_ptr<RankIdentity> identity_; /* this process's; its public key is in our card */
+	std::vector<std::array<uint8_t, kIdentityKeyBytes>> identities_; /* every rank's, in world order */
 	uint64_t jobHash_ = 0;
 	UniqueFd listener_;
 	uint32_t ipv4_ = 0;

@@ -334,13 +334,13 @@ ParseResult parseBody(const ParseContext &ctx, const uint8_t *body, ParsedFrame 
 		out.data = { body, kNonceBytes + kMacBytes };
 		return res;
 	case FrameKind::Proof:
-		if (!fixedBody(h, 8 + kMacBytes, res))
+		if (!fixedBody(h, 8 + kMacBytes + kSignatureBytes, res))
 			return res;
 		if (le::load<uint32_t>(body + 4) > kPurposeBulk)
 			return fail(Reason::ReservedNotZero);
 		out.word0 = le::load<uint32_t>(body);
 		out.word1 = le::load<uint32_t>(body + 4);
-		out.data = { body + 8, kMacBytes };
+		out.data = { body + 8, kMacBytes + kSignatureBytes };
 		return res;
 	case FrameKind::Ready:
 	case FrameKind::Bye:

@@ -21,7 +21,7 @@
  *
  *   HELLO      version u32 | leader u32 | jobHash u64 | nonce[32]       48
  *   CHALLENGE  nonce[32] | mac[32]                                      64
- *   PROOF      rank u32 | purpose u32 (kPurpose*) | mac[32]             40
+ *   PROOF      rank u32 | purpose u32 (kPurpose*) | mac[32] | sig[64]  104
  *   READY, BYE, FLUSH, ACK, UNLOCK, UNLOCK_ALL, ATTACH_QUERY            0
  *   PING, PONG value u64 (sender's clock)                               8
  *   RANK_DEAD  n u32 | reserved u32 (0) | ranks[n]            8 + 4n, n>=1
@@ -72,8 +72,8 @@ inline constexpr std::size_t kBulkChunkBytes = 16;
 /* The largest body on a latency connection, and on a bulk connection. */
 inline constexpr uint32_t kMaxBody = 65536;
 inline constexpr uint32_t kMaxBulkBody = (1u << 20) + 64;
-/* Wire protocol version (HELLO). 3: PROOF carries the connection's purpose. */
-inline constexpr uint32_t kProtocolVersion = 3;
+/* Wire protocol version (HELLO). 3: PROOF carries the connection's purpose; 4: and its rank's signature. */
+inline constexpr uint32_t kProtocolVersion = 4;
 /*
  * What a connection carries (PROOF's second word, bound into its MAC):
  * kPurposeStream, an origin's ordered stream of requests (every kind, frames
@@ -94,6 +94,9 @@ inline constexpr uint32_t kPurposeBulk = 1;
 inline constexpr uint32_t kLockAllTry = 1;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kMacBytes = 32;
+/* A rank's identity (net/auth.h): an Ed25519 public key, and a signature by its private key. */
+inline constexpr std::size_t kIdentityKeyBytes = 32;
+inline constexpr std::size_t kSignatureBytes = 64;
 /* The most ranks one POST or RANK_DEAD lists, entries one ATTACH_TABLE holds (bounded by kMaxBody anyway). */
 inline constexpr uint32_t kMaxListed = (kMaxBody - 8) / 4;
 inline constexpr uint32_t kMaxAttachEntries = (kMaxBody - 16) / 16;

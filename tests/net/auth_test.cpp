@@ -61,10 +61,32 @@ AuthKey keyOf(uint8_t seed)
 	return std::move(k).value();
 }
 
+/* Every rank's identity (Ed25519 key pairs drawn once per test program). */
+const RankIdentity &identityOf(uint32_t rank)
+{
+	static std::vector<RankIdentity> ids = [] {
+		std::vector<RankIdentity> v;
+		for (uint32_t r = 0; r < kWorld; ++r) {
+			auto id = RankIdentity::generate();
+			EXPECT_TRUE(id.ok()) << errorMessage(id.code());
+			v.push_back(std::move(id).value());
+		}
+		return v;
+	}();
+	return ids.at(rank);
+}
+
+/* ServerConfig::rankKey over identityOf(): every rank of the world published its key. */
+const std::array<uint8_t, kIdentityKeyBytes> *publishedKey(const void *, uint32_t rank) noexcept
+{
+	return rank < kWorld ? &identityOf(rank).publicKey() : nullptr;
+}
+
 /* Rank 3 on the host led by rank 2 connects to the host led by rank 0. */
 ClientConfig clientConfig(int64_t stepMs = 1000)
 {
 	ClientConfig c;
+	c.identity = &identityOf(3);
 	c.jobHash = kJob;
 	c.worldSize = kWorld;
 	c.leader = 2;
@@ -83,6 +105,7 @@ ServerConfig serverConfig(int64_t stepMs = 1000)
 	s.leader = 0;
 	s.stepTimeoutNs = stepMs * kMs;
 	s.peer = "test-client";
+	s.rankKey = publishedKey;
 	return s;
 }
 
@@ -141,16 +164,28 @@ Bytes helloBody(uint32_t version, uint32_t leader, uint64_t job, uint8_t nonceBy
 	return b;
 }
 
-/* A PROOF for @rank answering @challenge to @hello, computed with @key. */
-Bytes forgeProof(const AuthKey &key, const Bytes &hello, const Bytes &challenge, uint32_t leader, uint32_t rank)
+/*
+ * A PROOF for @rank answering @challenge to @hello, its MAC computed with
+ * @key and signed by @signer (rank @rank's own identity by default; null:
+ * a signature of zeros).
+ */
+Bytes forgeProof(const AuthKey &key, const Bytes &hello, const Bytes &challenge, uint32_t leader, uint32_t rank,
+		 const RankIdentity *signer = nullptr, bool sign = true)
 {
 	std::span<const uint8_t, kNonceBytes> nonceC(hello.data() + kHelloNonceAt, kNonceBytes);
 	std::span<const uint8_t, kNonceBytes> nonceS(challenge.data() + kHeaderBytes, kNonceBytes);
 	std::array<uint8_t, kMacBytes> mac;
 	EXPECT_EQ(clientMac(key, nonceS, nonceC, leader, rank, mac), RMA_SUCCESS);
-	Bytes body(8 + kMacBytes, 0);
+	std::array<uint8_t, kSignatureBytes> sig{};
+	if (sign) {
+		EXPECT_EQ(clientSignature(signer ? *signer : identityOf(rank), nonceS, nonceC, leader, rank,
+					  kPurposeStream, sig),
+			  RMA_SUCCESS);
+	}
+	Bytes body(8 + kMacBytes + kSignatureBytes, 0);
 	le::store<uint32_t>(body.data(), rank);
 	std::memcpy(body.data() + 8, mac.data(), kMacBytes);
+	std::memcpy(body.data() + 8 + kMacBytes, sig.data(), kSignatureBytes);
 	return frame(FrameKind::Proof, body);
 }
 
@@ -333,6 +368,69 @@ TEST_F(AuthTest, ProofBindsTheClaimedRankLeaderAndPurpose)
 		give(s, proof);
 		EXPECT_EQ(s.failure(), AuthError::BadMac) << "word at " << at;
 		EXPECT_TRUE(s.output().empty());
+	}
+}
+
+TEST_F(AuthTest, MemberPosingAsAnotherRankIsRefusedBySignature)
+{
+	/*
+	 * Rank 2 holds the job's key, so its MAC for "rank 3" verifies; only
+	 * rank 3's private key can sign as rank 3.
+	 */
+	{
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		give(s, forgeProof(keyA, hello, challenge, 2, 3, &identityOf(2)));
+		EXPECT_EQ(s.state(), AuthState::Failed);
+		EXPECT_EQ(s.failure(), AuthError::BadSignature) << authErrorName(s.failure());
+		EXPECT_TRUE(s.output().empty()); /* no READY */
+		const std::string m = messageOf(s.error());
+		EXPECT_NE(m.find("posing as another rank"), std::string::npos) << m;
+	}
+	/* No signature at all (a client without an identity). */
+	{
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		give(s, forgeProof(keyA, hello, challenge, 2, 3, nullptr, false));
+		EXPECT_EQ(s.failure(), AuthError::BadSignature) << authErrorName(s.failure());
+	}
+	/* A signature by rank 3 over another session's nonces. */
+	{
+		AtProof earlier = openToProof(keyA);
+		Bytes old = forgeProof(keyA, earlier.hello, earlier.challenge, 2, 3);
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		Bytes proof = forgeProof(keyA, hello, challenge, 2, 3);
+		std::memcpy(proof.data() + kHeaderBytes + 8 + kMacBytes, old.data() + kHeaderBytes + 8 + kMacBytes,
+			    kSignatureBytes);
+		give(s, proof);
+		EXPECT_EQ(s.failure(), AuthError::BadSignature) << authErrorName(s.failure());
+	}
+	/* A rank that published no identity cannot connect. */
+	{
+		ServerConfig sc = serverConfig();
+		sc.rankKey = [](const void *, uint32_t rank) noexcept {
+			return rank == 3 ? nullptr : &identityOf(rank).publicKey();
+		};
+		Handshake c = makeClient(keyA);
+		Handshake s = makeServer(keyA, sc);
+		give(s, drain(c));
+		give(c, drain(s));
+		give(s, drain(c));
+		EXPECT_EQ(s.failure(), AuthError::BadPeer) << authErrorName(s.failure());
+		EXPECT_NE(messageOf(s.error()).find("published no identity"), std::string::npos);
+	}
+	/* The genuine rank 3 passes; a server that checks no identities takes an unsigned PROOF (the MAC layer alone). */
+	{
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		give(s, forgeProof(keyA, hello, challenge, 2, 3));
+		EXPECT_EQ(s.state(), AuthState::Done);
+		ServerConfig sc = serverConfig();
+		sc.rankKey = nullptr;
+		Handshake c2 = makeClient(keyA);
+		Handshake s2 = makeServer(keyA, sc);
+		Bytes hello2 = drain(c2);
+		give(s2, hello2);
+		Bytes challenge2 = drain(s2);
+		give(s2, forgeProof(keyA, hello2, challenge2, 2, 3, nullptr, false));
+		EXPECT_EQ(s2.state(), AuthState::Done);
 	}
 }
 
@@ -581,7 +679,7 @@ TEST_F(AuthTest, EveryBitFlipInTransitIsRefusedByItsReceiver)
 	for (int frameNo = 0; frameNo < 4; ++frameNo) {
 		const std::size_t len = frameNo == 0 ? kHeaderBytes + 48
 					: frameNo == 1 ? kHeaderBytes + 64
-					: frameNo == 2 ? kHeaderBytes + 40
+					: frameNo == 2 ? kHeaderBytes + 104
 						       : kHeaderBytes;
 		for (std::size_t bit = 0; bit < len * 8; ++bit) {
 			Handshake c = makeClient(keyA);
@@ -613,7 +711,7 @@ TEST_F(AuthTest, EveryBitFlipInTransitIsRefusedByItsReceiver)
 			++runs;
 		}
 	}
-	EXPECT_EQ(runs, 8 * (4 * static_cast<int>(kHeaderBytes) + 48 + 64 + 40));
+	EXPECT_EQ(runs, 8 * (4 * static_cast<int>(kHeaderBytes) + 48 + 64 + 104));
 }
 
 TEST_F(AuthTest, RandomBytesInRandomPiecesNeverAuthenticate)

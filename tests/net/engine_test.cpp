@@ -292,8 +292,12 @@ protected:
 		ASSERT_GT(server_.lockTries_.load(), 0);
 	}
 
-	/* A connection to rank 1 that authenticated as rank 0 (a raw fd, so the test decides how it ends). */
-	int authenticatedConnect()
+	/*
+	 * A connection to rank 1 that authenticated as rank 0 (a raw fd, so
+	 * the test decides how it ends), its PROOF signed by @signer (rank 0's
+	 * own identity by default).
+	 */
+	int authenticatedConnect(const RankIdentity *signer = nullptr)
 	{
 		auto key = AuthKey::derive(secret_);
 		EXPECT_TRUE(key) << errorMessage(key.code());
@@ -306,7 +310,12 @@ protected:
 		cc.leader = 0;
 		cc.rank = 0;
 		cc.serverLeader = 1;
+		cc.identity = signer ? signer : engines_[0]->identity(); /* rank 0's own key: the connection is rank 0's */
 		auto peer = authenticateClient(fd, key.value(), cc);
+		if (signer) {
+			close(fd);
+			return peer ? 0 : -1;
+		}
 		EXPECT_TRUE(peer) << errorMessage(peer.code());
 		return fd;
 	}
@@ -528,6 +537,22 @@ TEST_F(EngineTest, AnotherJobsKeyIsRefused)
 	EXPECT_EQ(errorClass(link.code()), RMA_ERR_INTERN) << errorMessage(link.code());
 	EXPECT_EQ(server_.puts(), 0);
 	stranger.value()->stop();
+}
+
+TEST_F(EngineTest, AMemberPosingAsAnotherRankIsRefused)
+{
+	/*
+	 * A process that holds the job's key (so its MAC verifies) claims to
+	 * be rank 0 but signs with a key of its own: the server refuses it,
+	 * and rank 0 itself still connects.
+	 */
+	auto other = RankIdentity::generate();
+	ASSERT_TRUE(other) << errorMessage(other.code());
+	EXPECT_EQ(authenticatedConnect(&other.value()), -1) << "a PROOF signed by another key was taken";
+	EXPECT_EQ(server_.puts(), 0);
+	int fd = authenticatedConnect();
+	ASSERT_GE(fd, 0);
+	close(fd);
 }
 
 TEST_F(EngineTest, ABrokenConnectionReleasesWhatItsOriginHeld)

@@ -381,10 +381,11 @@ TEST_F(FrameParseTest, AcceptsEveryControlKind)
 	EXPECT_EQ(frame_.value, 99u);
 	EXPECT_EQ(frame_.data.size(), 32u);
 	expectOk(raw({ 2, 0, 0, 0, 0, 0, 1 }, Bytes(64, 2)), ConnPhase::AwaitChallenge);
-	expectOk(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 3, 0 }), Bytes(32, 3))), ConnPhase::AwaitProof);
+	expectOk(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 3, 0 }), Bytes(32 + 64, 3))), ConnPhase::AwaitProof);
 	EXPECT_EQ(frame_.word0, 3u);
 	EXPECT_EQ(frame_.word1, kPurposeStream);
-	expectOk(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 3, kPurposeBulk }), Bytes(32, 3))), ConnPhase::AwaitProof);
+	expectOk(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 3, kPurposeBulk }), Bytes(32 + 64, 3))),
+		 ConnPhase::AwaitProof);
 	EXPECT_EQ(frame_.word1, kPurposeBulk);
 	expectOk(raw({ 4, 0, 0, 0, 0, 0, 1 }, {}), ConnPhase::AwaitReady);
 	expectOk(raw({ 5, 0, 0, 0, 0, 0, 1 }, word64(12345)));
@@ -543,10 +544,12 @@ TEST_F(FrameParseTest, DropsBodiesOfTheWrongShape)
 {
 	expectRefused(raw({ 1, 0, 0, 0, 0, 0, 1 }, Bytes(47)), Reason::BadBodyLength, ConnPhase::AwaitHello);
 	expectRefused(raw({ 2, 0, 0, 0, 0, 0, 1 }, Bytes(65)), Reason::BadBodyLength, ConnPhase::AwaitChallenge);
-	expectRefused(raw({ 3, 0, 0, 0, 0, 0, 1 }, Bytes(39)), Reason::BadBodyLength, ConnPhase::AwaitProof);
+	expectRefused(raw({ 3, 0, 0, 0, 0, 0, 1 }, Bytes(103)), Reason::BadBodyLength, ConnPhase::AwaitProof);
+	/* Version 3's PROOF, without the signature. */
+	expectRefused(raw({ 3, 0, 0, 0, 0, 0, 1 }, Bytes(40)), Reason::BadBodyLength, ConnPhase::AwaitProof);
 	/* A purpose no version knows. */
-	expectRefused(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 1, kPurposeBulk + 1 }), Bytes(32))), Reason::ReservedNotZero,
-		      ConnPhase::AwaitProof);
+	expectRefused(raw({ 3, 0, 0, 0, 0, 0, 1 }, cat(words32({ 1, kPurposeBulk + 1 }), Bytes(32 + 64))),
+		      Reason::ReservedNotZero, ConnPhase::AwaitProof);
 	expectRefused(raw({ 4, 0, 0, 0, 0, 0, 1 }, Bytes(1)), Reason::BadBodyLength, ConnPhase::AwaitReady);
 	expectRefused(raw({ 5, 0, 0, 0, 0, 0, 1 }, Bytes(7)), Reason::BadBodyLength);
 	expectRefused(raw({ 8, 0, 0, 0, 0, 0, 1 }, words32({ 0, 0 })), Reason::BadBodyLength);
