@@ -1116,8 +1116,8 @@ RMA_API int rma_win_attach(rma_win win, void *base, rma_aint size);
  * ones fail at their origin with RMA_ERR_RMA_RANGE.
  * @return RMA_SUCCESS; RMA_ERR_RMA_FLAVOR if not dynamic; RMA_ERR_RMA_ATTACH if
  *         no region starts at @p base; RMA_ERR_PROC_FAILED if the region is
- *         detached but an operation from another host being applied to it did
- *         not end within 5 s (its host's server died).
+ *         detached but the process of this host that was applying another
+ *         host's operation to it died during the copy (noticed within 0.1 s).
  */
 RMA_API int rma_win_detach(rma_win win, const void *base);
 

@@ -992,19 +992,36 @@ int Window::applyByOrigin(const char *call, const AccArgs &a, const TargetView &
 }
 
 /*
- * applyRemote() found @t's consumer role taken: retry later (@busy), unless
- * a host agent that died holds it (it never gives it back): then the
- * operation fails (checkRingHolder()). Looked at once a millisecond at
- * most: the server thread retries parked frames often.
+ * applyRemote() found @t's consumer role (@applyLock false) or apply lock
+ * (true) taken: retry later (@busy), unless its holder died (it never
+ * gives it back): a host agent (checkRingHolder()) or a member of this
+ * host. Then the operation fails, as a local origin's wait would
+ * (waitUntil()'s liveness checks). Looked at once a millisecond at most:
+ * the server thread retries parked frames often.
  */
-int Window::remoteRingBusy(int t, bool &busy)
+int Window::remoteRingBusy(int t, bool &busy, bool applyLock)
 {
 	busy = true;
 	const uint64_t now = monotonicNs();
 	if (now - ringCheckNs_ < 1'000'000)
 		return RMA_SUCCESS;
 	ringCheckNs_ = now;
-	const int rc = checkRingHolder("another host's accumulate", "the accumulate ring of the target", t);
+	const char *what = applyLock ? "the apply lock of the target" : "the accumulate ring of the target";
+	int rc = applyLock ? RMA_SUCCESS : checkRingHolder("another host's accumulate", what, t);
+	if (rc == RMA_SUCCESS) {
+		std::atomic<uint64_t> &word = applyLock ? accLines_[t].applyLock : accLines_[t].consumer;
+		/* Relaxed: a look, as in checkRingHolder(); a dead process stores nothing more, so a value seen twice around its death is final. */
+		const uint64_t holder = word.load(std::memory_order_relaxed);
+		const uint64_t r = holder - 1;
+		/* A member of this host other than ours (the server gives its own holds back before it returns). */
+		if (holder != 0 && !isAgentHolder(holder) && r < targets_.size() && static_cast<int>(r) != rank() &&
+		    targets_[r].reach != Reach::Remote && !peerAlive(static_cast<int>(r)) &&
+		    word.load(std::memory_order_relaxed) == holder)
+			rc = makeError(RMA_ERR_PROC_FAILED,
+				       "another host's accumulate: rank %d of window '%s' died holding %s (rank %d); the "
+				       "target's memory may be partly updated",
+				       static_cast<int>(r), name.c_str(), what, t);
+	}
 	if (rc != RMA_SUCCESS)
 		busy = false;
 	return rc;
@@ -1330,8 +1347,17 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 		if (!acc_.tryTakeRole(t, me))
 			return remoteRingBusy(t, busy);
 		endExpiredLease(t);
-		while (rings_[t].pending() && rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) > 0) {
-		}
+		/*
+		 * Local origins' records: a few batches while we hold the role,
+		 * never "until empty". Producers refilling the ring as fast as we
+		 * drain it would keep this thread, which serves every window and
+		 * connection of the host, here for as long as they run (and other
+		 * hosts would take this host for dead). None of them orders this
+		 * operation: a remote origin never queues in the ring.
+		 */
+		for (int batch = 0; batch < 4 && rings_[t].pending(); ++batch)
+			if (rings_[t].read([this, t](const MpscRecord &r) { applyRecord(t, r); }, 64) == 0)
+				break;
 		/* Relaxed: only holders of the role (us) write plainMode. */
 		const bool plain = plainApply_ || line.plainMode.load(std::memory_order_relaxed) != 0;
 		if (plain)
@@ -1380,10 +1406,8 @@ int Window::applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const 
 	uint64_t v = 0;
 	/* Acquire: pairs with the release in unlockApply(). */
 	if (word.load(std::memory_order_relaxed) != 0 ||
-	    !word.compare_exchange_strong(v, me, std::memory_order_acquire, std::memory_order_relaxed)) {
-		busy = true;
-		return RMA_SUCCESS;
-	}
+	    !word.compare_exchange_strong(v, me, std::memory_order_acquire, std::memory_order_relaxed))
+		return remoteRingBusy(t, busy, true);
 	std::vector<std::byte> cur(static_cast<size_t>(bytes));
 	std::vector<iovec> far;
 	BlockCursor cursor(nodes, nnodes, extent, count);

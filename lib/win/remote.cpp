@@ -125,7 +125,7 @@ RemoteWindow::~RemoteWindow()
 
 /* ---- Origin side ---------------------------------------------------------------- */
 
-Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target)
+Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target, bool report)
 {
 	const uint32_t host = hostOf_[static_cast<std::size_t>(target)];
 	std::unique_ptr<Stream> &s = streams_[host];
@@ -133,8 +133,13 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 		s = std::make_unique<Stream>();
 		s->server = serverOf_[static_cast<std::size_t>(target)];
 	}
-	if (s->error)
-		return Result<Stream *>::failure(s->error);
+	if (s->error && report) {
+		/* A refusal is reported once (as waitAck() does); a lost link stays lost. */
+		const int rc = s->error;
+		if (s->link && !s->link->failed())
+			s->error = 0;
+		return Result<Stream *>::failure(rc);
+	}
 	if (!s->link) {
 		auto link = net::engine()->link(s->server);
 		if (!link)
@@ -207,7 +212,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 		 * (a window of gets) restart it. A LOCK not answered yet may be
 		 * parked behind another holder: no timeout until it is.
 		 */
-		if (silence.ms(now) > timeoutMs && !noTimeout && s.acked >= s.lockSeq) {
+		if (silence.ms(now) > timeoutMs && !noTimeout && s.acked >= s.lockSeq && !s.link->lockUnanswered()) {
 			if (!s.error)
 				s.error = makeError(RMA_ERR_PROC_FAILED,
 						    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
@@ -585,6 +590,7 @@ int RemoteWindow::lock(const char *call, int target, bool exclusive)
 	 * the next wait (flush, unlock, a get's completion).
 	 */
 	st.lockSeq = seq;
+	st.link->noteLock(seq); /* other windows' waits on this connection: no timeout while it may be parked */
 	st.behindLock = 0;
 	return RMA_SUCCESS;
 }
@@ -637,9 +643,14 @@ int RemoteWindow::lockAllOn(const char *call, Stream &s, bool wait, bool &grante
 	granted = false;
 	RMA_TRY(sendRequest(s, FrameKind::LockAll, 0, body, seq));
 	/* A held lock may take any time to come: no timeout while waiting (a dead host is the fault detector's). */
-	RMA_TRY(waitAck(call, s, seq, wait));
-	granted = s.busy != seq;
-	return RMA_SUCCESS;
+	const int rc = waitAck(call, s, seq, wait);
+	/*
+	 * Granted: answered, neither busy nor refused. Even when the wait
+	 * reports an earlier request's refusal (a put of a past epoch): the
+	 * caller gives a granted part back (lockAll()), never leaks it.
+	 */
+	granted = s.acked >= seq && s.busy != seq && s.nacked != seq;
+	return rc;
 }
 
 int RemoteWindow::lockAll(const char *call)
@@ -686,7 +697,7 @@ int RemoteWindow::lockAll(const char *call)
 			localHeld = rc == RMA_SUCCESS;
 		} else {
 			rc = lockAllOn(call, *waitFor, true, granted);
-			if (rc == RMA_SUCCESS)
+			if (granted)
 				held.push_back(waitFor);
 		}
 		if (rc != RMA_SUCCESS) {
@@ -707,6 +718,8 @@ int RemoteWindow::lockAll(const char *call)
 			if (others[i] == waitFor)
 				continue;
 			if (rc = lockAllOn(call, *others[i], false, granted); rc != RMA_SUCCESS) {
+				if (granted)
+					held.push_back(others[i]);
 				giveBack();
 				return rc;
 			}
@@ -791,9 +804,18 @@ int RemoteWindow::waitFetches(const char *call, Stream &s)
 {
 	if (int rc = s.link->push(); rc != RMA_SUCCESS && !s.error)
 		s.error = rc;
-	for (SpinWait wait; !s.gets.empty() && !s.error; wait.once())
-		if (int rc = s.link->pump(); rc != RMA_SUCCESS && !s.error)
-			s.error = rc;
+	/*
+	 * Every get's reply, even past a refusal already recorded (an earlier
+	 * operation's): the caller's buffers are free once this returns. Only
+	 * a lost link ends the wait early (pump() fails then).
+	 */
+	for (SpinWait wait; !s.gets.empty(); wait.once()) {
+		if (int rc = s.link->pump(); rc != RMA_SUCCESS) {
+			if (!s.error)
+				s.error = rc;
+			break;
+		}
+	}
 	if (s.error) {
 		int rc = s.error;
 		if (!s.link->failed())
@@ -809,12 +831,24 @@ int RemoteWindow::post(const char *call, const std::vector<int> &origins)
 	std::vector<std::vector<uint32_t>> byHost(streams_.size());
 	for (int o : origins)
 		byHost[hostOf_[static_cast<std::size_t>(o)]].push_back(worldTarget(o));
+	/*
+	 * Every host's stream first: a post that reached some hosts and not
+	 * others would count there again when the caller retries (their
+	 * origins' next start() would pass before this exposure).
+	 */
+	std::vector<Stream *> to(byHost.size(), nullptr);
 	for (std::size_t h = 0; h < byHost.size(); ++h) {
 		if (byHost[h].empty())
 			continue;
 		auto s = stream(call, rankInWindow_[byHost[h][0]]);
 		if (!s)
 			return s.code();
+		to[h] = s.value();
+	}
+	for (std::size_t h = 0; h < byHost.size(); ++h) {
+		if (!to[h])
+			continue;
+		Stream *s = to[h];
 		std::vector<uint8_t> body(8 + 4 * byHost[h].size());
 		net::le::store<uint32_t>(body.data(), static_cast<uint32_t>(byHost[h].size()));
 		net::le::store<uint32_t>(body.data() + 4, 0);
@@ -822,9 +856,9 @@ int RemoteWindow::post(const char *call, const std::vector<int> &origins)
 			net::le::store<uint32_t>(body.data() + 8 + 4 * i, byHost[h][i]);
 		/* POST names the poster as its target and no origin (frame.h). */
 		seqScratch_ = 0;
-		RMA_TRY(sendRequest(*s.value(), FrameKind::Post, worldTarget(win_.rank()), body, seqScratch_, true));
+		RMA_TRY(sendRequest(*s, FrameKind::Post, worldTarget(win_.rank()), body, seqScratch_, true));
 		/* The origins wait for it in start(): out now. */
-		RMA_TRY(s.value()->link->push());
+		RMA_TRY(s->link->push());
 	}
 	return RMA_SUCCESS;
 }
@@ -900,7 +934,8 @@ int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
 bool RemoteWindow::peerLost(int target)
 {
 	/* Called from the waits' liveness checks: look at the link (reaching it first if need be). */
-	auto s = stream("liveness check", target);
+	/* Not a report: a refusal recorded on the stream stays for the caller's next wait. */
+	auto s = stream("liveness check", target, false);
 	if (!s)
 		return errorClass(s.code()) == RMA_ERR_PROC_FAILED;
 	Stream &st = *s.value();
@@ -947,6 +982,8 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 			s.busy = f.header.seq;
 			break;
 		}
+		if (!bulk)
+			s.nacked = std::max(s.nacked, f.header.seq);
 		/*
 		 * The server found a process of its host dead (the target, which
 		 * it does not serve, or one blocking a lock): the detail names it.

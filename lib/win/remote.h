@@ -189,6 +189,7 @@ private:
 		uint64_t probe = 0;    /* seq of the last liveness probe (a FLUSH naming a target) */
 		int64_t probedMs = 0;  /* when it was sent */
 		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
+		uint64_t nacked = 0;   /* seq of the last request refused (any other NACK) */
 		/*
 		 * The last LOCK sent (lock() does not wait for its grant): until
 		 * it is answered, waits on this stream do not time out (it may
@@ -237,7 +238,12 @@ private:
 	 */
 	void drainBulk(Stream &s);
 	static constexpr std::size_t kBehindLockBytes = std::size_t{ 1 } << 20;
-	Result<Stream *> stream(const char *call, int target);
+	/*
+	 * @target's host's stream, connecting on first use. A refusal recorded
+	 * on it is returned (and forgotten: reported once) when @report; the
+	 * liveness check passes false and leaves it for the caller's wait.
+	 */
+	Result<Stream *> stream(const char *call, int target, bool report = true);
 	/* stream(), but a live link with a refusal pending is returned too: UNLOCK and UNLOCK_ALL must leave. */
 	Result<Stream *> releaseStream(const char *call, int target);
 	/* The stream a reply with header @h belongs to (nullptr: none). */

@@ -6,6 +6,7 @@
 #include "win/window.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1122,16 +1123,28 @@ int Window::detach(const void *base)
 	/*
 	 * Another host's operation that found the region before it went may
 	 * still be copying: the memory is the caller's again only after it.
-	 * A server applies in microseconds; one that stays announced for
-	 * seconds died mid-copy (its host's job is failing).
+	 * A server applies in microseconds, but a slow one (stopped, starved)
+	 * may still write: wait as long as it lives. Only its death ends the
+	 * wait early (a dead process writes nothing); its counter then stays
+	 * raised, so every later detach of this rank reports it too.
 	 */
-	const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+	auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
 	for (SpinWait wait; !finishRemoteAccesses(table); wait.once()) {
-		if (std::chrono::steady_clock::now() > deadline)
+		if (std::chrono::steady_clock::now() < next)
+			continue;
+		next += std::chrono::milliseconds(100);
+		/* The window's lowest rank on this host serves the other hosts (RemoteWindow::create). */
+		int server = rank();
+		for (int r = 0; r < rank(); ++r)
+			if (targets_[r].reach != Reach::Remote) {
+				server = r;
+				break;
+			}
+		if (server != rank() && kill(targets_[server].pid, 0) != 0 && errno == ESRCH)
 			return makeError(RMA_ERR_PROC_FAILED,
-					 "rma_win_detach: region %p of window '%s' is detached, but an operation from another "
-					 "host applied to it did not end within 5 s (its server died?)",
-					 base, name.c_str());
+					 "rma_win_detach: region %p of window '%s' is detached, but rank %d, which applied "
+					 "another host's operation to it, died during the copy",
+					 base, name.c_str(), server);
 	}
 	return RMA_SUCCESS;
 }

@@ -863,7 +863,7 @@ private:
 	int applyRemote(int t, int origin, bool cas, Op op, uint8_t elem, const TypeNode *nodes, size_t nnodes,
 			rma_aint extent, rma_count count, rma_aint offset, const std::byte *data, std::byte *old,
 			uint64_t bytes, bool &busy);
-	[[gnu::cold]] int remoteRingBusy(int target, bool &busy);
+	[[gnu::cold]] int remoteRingBusy(int target, bool &busy, bool applyLock = false);
 	int enterPlain(const char *call, int target);
 	void leavePlain(int target);
 	void endExpiredLease(int target);

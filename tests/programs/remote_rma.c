@@ -1586,6 +1586,50 @@ static void caseDynamic(window *addrs, int round)
 	}
 	barrier();
 	/*
+	 * A refusal that arrives after its epoch's fence (a stream put's NACK
+	 * is not waited for there) and is read by the next lock_all, while
+	 * another host grants its part: lock_all reports it and gives that
+	 * part back (a kept one hangs the exclusive locks below). The refusal
+	 * is reported once, by one of these calls.
+	 */
+	{
+		int reported = 0;
+		CALL(rma_win_fence(0, dw));
+		int calls[3];
+		calls[0] = rma_put(src, 16, RMA_BYTE, next, at[next] + (rma_aint)bytes, 16, RMA_BYTE, dw);
+		calls[1] = rma_win_fence(RMA_MODE_NOSUCCEED, dw);
+		calls[2] = rma_win_lock_all(0, dw);
+		for (int i = 0; i < 3; ++i) {
+			if (calls[i] == RMA_SUCCESS)
+				continue;
+			rma_error_class(calls[i], &cls);
+			if (cls != RMA_ERR_RMA_RANGE)
+				fail("a refused put, then fence and lock_all: call %d returned class %d, expected "
+				     "RMA_ERR_RMA_RANGE",
+				     i, cls);
+			++reported;
+		}
+		if (calls[2] != RMA_SUCCESS)
+			CALL(rma_win_lock_all(0, dw));
+		rc = rma_win_unlock_all(dw);
+		if (rc != RMA_SUCCESS) {
+			rma_error_class(rc, &cls);
+			if (cls != RMA_ERR_RMA_RANGE)
+				fail("unlock_all after a refused put returned class %d, expected RMA_ERR_RMA_RANGE", cls);
+			++reported;
+		}
+		if (reported != 1)
+			fail("a put past rank %d's region, then fence, lock_all, unlock_all: the refusal was reported %d "
+			     "times, expected once",
+			     next, reported);
+		barrier();
+		for (int j = 0; j < n; ++j) {
+			CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, (me + j) % n, 0, dw));
+			CALL(rma_win_unlock((me + j) % n, dw));
+		}
+	}
+	barrier();
+	/*
 	 * In a fence epoch, where every put takes the bulk connections
 	 * (RMA_NET_BULK_MIN=1: the fence waits for them): the fence reports
 	 * the refusal, and every member's fence still ends (one that stopped
@@ -1601,49 +1645,71 @@ static void caseDynamic(window *addrs, int round)
 	}
 	barrier();
 	/*
-	 * Rank 0 detaches its region while every rank on another host streams
-	 * puts at it (erroneous in MPI, but a frame from another host must
-	 * never write the memory once rma_win_detach returned): after the
-	 * detach rank 0 fills the region with its own bytes, and finds them
-	 * intact once every streamer has stopped. A streamer's first put lands
-	 * (before the barrier); it then puts until one is refused with
-	 * RMA_ERR_RMA_RANGE (nothing else is allowed) and stops.
+	 * Rank T detaches its region while every rank on another host streams
+	 * puts and fetch_and_ops at it (erroneous in MPI, but a frame from
+	 * another host must never write the memory once rma_win_detach
+	 * returned): after the detach T fills the region with its own bytes,
+	 * and finds them intact once every streamer has stopped. T is the
+	 * highest rank on rank 0's host, so that its host's server (the
+	 * lowest rank there) is another process where the host has two. A
+	 * streamer's first put lands (before the barrier); it then streams
+	 * until an operation is refused with RMA_ERR_RMA_RANGE (nothing else
+	 * is allowed) and stops.
 	 */
+	CALL(rma_win_fence(0, addrs->win));
+	if (me == 0) {
+		rma_aint highest = 0;
+		for (int r = 0; r < n; ++r)
+			if (!g_isRemote[r])
+				highest = r;
+		for (int t = 0; t < n; ++t)
+			CALL(rma_put(&highest, 1, RMA_AINT, t, 0, 1, RMA_AINT, addrs->win));
+	}
+	CALL(rma_win_fence(0, addrs->win));
+	const int owner = (int)((rma_aint *)addrs->base)[0];
 	CALL(rma_win_lock_all(0, dw));
-	const int streams = me != 0 && g_isRemote[0];
+	const int streams = me != owner && g_isRemote[owner];
 	if (streams) {
-		fillPattern(src, DYN_SLOT, me, 0, round);
-		CALL(rma_put(src, DYN_SLOT, RMA_BYTE, 0, at[0] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
-		CALL(rma_win_flush(0, dw));
+		fillPattern(src, DYN_SLOT, me, owner, round);
+		CALL(rma_put(src, DYN_SLOT, RMA_BYTE, owner, at[owner] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw));
+		CALL(rma_win_flush(owner, dw));
 	}
 	barrier();
-	if (me == 0) {
+	if (me == owner) {
 		CALL(rma_win_detach(dw, region));
 		memset(region, 0xEE, bytes);
 	} else if (streams) {
 		struct timespec t0, t1;
+		int64_t fetched = 0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (int landed = 0;; ++landed) {
-			rc = rma_put(src, DYN_SLOT, RMA_BYTE, 0, at[0] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw);
+			if (landed & 1)
+				rc = rma_fetch_and_op(&one, &fetched, RMA_INT64_T, owner, at[owner] + (rma_aint)n * DYN_SLOT,
+						      RMA_SUM, dw);
+			else
+				rc = rma_put(src, DYN_SLOT, RMA_BYTE, owner, at[owner] + me * DYN_SLOT, DYN_SLOT, RMA_BYTE,
+					     dw);
 			if (rc == RMA_SUCCESS)
-				rc = rma_win_flush(0, dw);
+				rc = rma_win_flush(owner, dw);
 			if (rc != RMA_SUCCESS) {
 				rma_error_class(rc, &cls);
 				if (cls != RMA_ERR_RMA_RANGE)
-					fail("a put racing rank 0's detach: expected success or RMA_ERR_RMA_RANGE, got class %d",
-					     cls);
+					fail("an operation racing rank %d's detach: expected success or RMA_ERR_RMA_RANGE, "
+					     "got class %d",
+					     owner, cls);
 				break;
 			}
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			if (t1.tv_sec - t0.tv_sec > 10)
-				fail("puts to rank 0's region still land 10 s after its detach (%d of them)", landed);
+				fail("operations on rank %d's region still land 10 s after its detach (%d of them)", owner,
+				     landed);
 		}
 	}
 	barrier();
-	if (me == 0)
-		checkFill("rank 0's region after its detach", region, bytes, 0xEE);
+	if (me == owner)
+		checkFill("the region after its owner's detach", region, bytes, 0xEE);
 	CALL(rma_win_unlock_all(dw));
-	if (me != 0)
+	if (me != owner)
 		CALL(rma_win_detach(dw, region));
 	CALL(rma_win_free(&dw));
 	free(region);
