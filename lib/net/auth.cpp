@@ -189,16 +189,17 @@ bool verifySignature(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
 
 namespace {
 
-/* "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose: what sigC signs. */
+/* "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose | serverRank: what sigC signs. */
 struct RankTranscript {
-	uint8_t who[12];
+	uint8_t who[16];
 	std::span<const uint8_t> parts[4];
 	RankTranscript(std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
-		       uint32_t clientLeader, uint32_t clientRank, uint32_t purpose)
+		       uint32_t clientLeader, uint32_t clientRank, uint32_t purpose, uint32_t serverRank)
 	{
 		le::store<uint32_t>(who, clientLeader);
 		le::store<uint32_t>(who + 4, clientRank);
 		le::store<uint32_t>(who + 8, purpose);
+		le::store<uint32_t>(who + 12, serverRank);
 		parts[0] = bytesOf(kRankLabel);
 		parts[1] = nonceS;
 		parts[2] = nonceC;
@@ -211,18 +212,18 @@ struct RankTranscript {
 
 int clientSignature(const RankIdentity &identity, std::span<const uint8_t, kNonceBytes> nonceS,
 		    std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
-		    uint32_t purpose, std::array<uint8_t, kSignatureBytes> &out)
+		    uint32_t purpose, uint32_t serverRank, std::array<uint8_t, kSignatureBytes> &out)
 {
-	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose);
+	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose, serverRank);
 	return identity.sign(t.parts, out);
 }
 
 bool clientSignatureValid(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
 			  std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
-			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose,
+			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose, uint32_t serverRank,
 			  std::span<const uint8_t, kSignatureBytes> sig)
 {
-	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose);
+	RankTranscript t(nonceS, nonceC, clientLeader, clientRank, purpose, serverRank);
 	return verifySignature(publicKey, t.parts, sig);
 }
 
@@ -403,6 +404,7 @@ Result<Handshake> Handshake::client(const AuthKey &key, ClientConfig config, int
 	h.serverLeader_ = config.serverLeader;
 	h.purpose_ = config.purpose;
 	h.identity_ = config.identity;
+	h.serverRank_ = config.serverRank;
 	h.peerName_ = std::move(config.peer);
 	if (int rc = randomBytes(h.nonceMine_); rc != RMA_SUCCESS)
 		return Result<Handshake>::failure(rc);
@@ -438,6 +440,7 @@ Result<Handshake> Handshake::server(const AuthKey &key, ServerConfig config, int
 	h.allowLeader_ = config.allowLeader;
 	h.allowRank_ = config.allowRank;
 	h.rankKey_ = config.rankKey;
+	h.serverRank_ = config.rank;
 	h.allowCtx_ = config.allowCtx;
 	if (int rc = randomBytes(h.nonceMine_); rc != RMA_SUCCESS)
 		return Result<Handshake>::failure(rc);
@@ -474,6 +477,7 @@ Handshake &Handshake::operator=(Handshake &&other) noexcept
 	allowRank_ = other.allowRank_;
 	rankKey_ = other.rankKey_;
 	identity_ = other.identity_;
+	serverRank_ = other.serverRank_;
 	allowCtx_ = other.allowCtx_;
 	peer_ = other.peer_;
 	nonceMine_ = other.nonceMine_;
@@ -739,7 +743,7 @@ void Handshake::onChallenge(const ParsedFrame &f) noexcept
 	OPENSSL_cleanse(macC.data(), macC.size());
 	std::array<uint8_t, kSignatureBytes> sigC{};
 	if (identity_)
-		if (int rc = clientSignature(*identity_, noncePeer_, nonceMine_, leader_, rank_, purpose_, sigC);
+		if (int rc = clientSignature(*identity_, noncePeer_, nonceMine_, leader_, rank_, purpose_, serverRank_, sigC);
 		    rc != RMA_SUCCESS)
 			return fail(AuthError::Local, "signing the PROOF: %s", errorMessage(rc).c_str());
 	std::memcpy(body + 8 + kMacBytes, sigC.data(), kSignatureBytes);
@@ -777,7 +781,7 @@ void Handshake::onProof(const ParsedFrame &f) noexcept
 		if (!pub)
 			return fail(AuthError::BadPeer, "PROOF for rank %u, which published no identity", rank);
 		const std::span<const uint8_t, kSignatureBytes> sigC(f.data.data() + kMacBytes, kSignatureBytes);
-		if (!clientSignatureValid(*pub, nonceMine_, noncePeer_, peer_.leader, rank, purpose, sigC))
+		if (!clientSignatureValid(*pub, nonceMine_, noncePeer_, peer_.leader, rank, purpose, serverRank_, sigC))
 			return fail(AuthError::BadSignature,
 				    "PROOF signature mismatch for rank %u (leader %u): a member of this job posing as "
 				    "another rank, or a process that lost its identity",

@@ -15,7 +15,7 @@
  *   macS = HMAC-SHA256(K, "librma-s" | nonceC | nonceS | serverLeader)
  *   macC = HMAC-SHA256(K, "librma-c" | nonceS | nonceC | clientLeader | clientRank | purpose)
  *   sigC = Ed25519(clientRank's private key,
- *                  "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose)
+ *                  "librma-r" | nonceS | nonceC | clientLeader | clientRank | purpose | serverRank)
  *
  * ("librma-s"/"librma-c"/"librma-r" are their 8 ASCII bytes; leaders and
  * ranks are u32 little-endian.) The labels keep one proof from serving as
@@ -27,7 +27,10 @@
  * rank: each process draws an Ed25519 key pair at init (RankIdentity) and
  * publishes the public key in its own PMIx record, which only it can
  * write, so a member cannot pose as another rank (to unlock its locks or
- * count in its fences) even though it knows K. A server with
+ * count in its fences) even though it knows K. serverRank (the world rank
+ * of the process the client means to reach) keeps a member that a rank
+ * connects to from relaying that rank's handshake to another server: the
+ * other server refuses a signature that names someone else. A server with
  * ServerConfig::rankKey set requires sigC; one without ignores it (tests
  * of the MAC layer alone).
  *
@@ -173,10 +176,10 @@ bool verifySignature(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
  */
 int clientSignature(const RankIdentity &identity, std::span<const uint8_t, kNonceBytes> nonceS,
 		    std::span<const uint8_t, kNonceBytes> nonceC, uint32_t clientLeader, uint32_t clientRank,
-		    uint32_t purpose, std::array<uint8_t, kSignatureBytes> &out);
+		    uint32_t purpose, uint32_t serverRank, std::array<uint8_t, kSignatureBytes> &out);
 bool clientSignatureValid(std::span<const uint8_t, kIdentityKeyBytes> publicKey,
 			  std::span<const uint8_t, kNonceBytes> nonceS, std::span<const uint8_t, kNonceBytes> nonceC,
-			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose,
+			  uint32_t clientLeader, uint32_t clientRank, uint32_t purpose, uint32_t serverRank,
 			  std::span<const uint8_t, kSignatureBytes> sig);
 
 /*
@@ -245,6 +248,7 @@ struct ClientConfig {
 	uint32_t leader = 0;	   /* this host's leader (HELLO) */
 	uint32_t rank = 0;	   /* this process's world rank (PROOF) */
 	uint32_t serverLeader = 0; /* the leader of the host being connected to (bound into macS) */
+	uint32_t serverRank = 0;   /* the world rank of the process being connected to (bound into sigC) */
 	uint32_t purpose = kPurposeStream; /* what the connection carries (PROOF, bound into macC) */
 	/* This process's identity, which signs the PROOF (sigC); null: the signature is zeros (refused by a server with rankKey). */
 	const RankIdentity *identity = nullptr;
@@ -257,6 +261,7 @@ struct ServerConfig {
 	uint64_t jobHash = 0;
 	uint32_t worldSize = 0;
 	uint32_t leader = 0; /* this host's leader (bound into macS) */
+	uint32_t rank = 0;   /* this process's world rank: a client's sigC must name it */
 	int64_t stepTimeoutNs = kAuthStepTimeoutNs;
 	std::string peer;
 	/* Optional: the listener's replay cache (must outlive the handshake). */
@@ -410,6 +415,7 @@ private:
 	bool (*allowRank_)(const void *, uint32_t, uint32_t) noexcept = nullptr;
 	const std::array<uint8_t, kIdentityKeyBytes> *(*rankKey_)(const void *, uint32_t) noexcept = nullptr;
 	const RankIdentity *identity_ = nullptr;
+	uint32_t serverRank_ = 0; /* client: the server it means to reach; server: its own rank */
 	const void *allowCtx_ = nullptr;
 	AuthPeer peer_;
 	std::array<uint8_t, kNonceBytes> nonceMine_{};

@@ -667,6 +667,7 @@ Result<std::unique_ptr<Link>> Engine::connectTo(int server, uint32_t index)
 	cc.serverLeader = leaderOf(hostOf(server));
 	cc.purpose = purpose;
 	cc.identity = identity_.get();
+	cc.serverRank = static_cast<uint32_t>(server);
 	cc.peer = "rank " + std::to_string(server) + " at " + where;
 	auto peer = authenticateClient(fd.get(), *key_, cc);
 	if (!peer)
@@ -890,6 +891,7 @@ void Engine::acceptLoop()
 			sc.jobHash = jobHash_;
 			sc.worldSize = static_cast<uint32_t>(config_.hostOf.size());
 			sc.leader = leaderOf(myHost);
+			sc.rank = static_cast<uint32_t>(config_.rank);
 			sc.peer = ipText(from.sin_addr.s_addr, from.sin_port);
 			sc.seen = &seen;
 			sc.allowLeader = allowLeader;

@@ -133,8 +133,14 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 		s = std::make_unique<Stream>();
 		s->server = serverOf_[static_cast<std::size_t>(target)];
 	}
+	/*
+	 * A refusal recorded (an earlier operation's NACK) is reported once, as
+	 * waitAck() does: kept, it would fail every later lock, lock_all and
+	 * post to that host until a wait in an epoch reported it. (So a
+	 * refused rget whose refusal another call reported completes without
+	 * it: README, what does not work yet.) A lost link stays lost.
+	 */
 	if (s->error && report) {
-		/* A refusal is reported once (as waitAck() does); a lost link stays lost. */
 		const int rc = s->error;
 		if (s->link && !s->link->failed())
 			s->error = 0;
@@ -647,9 +653,12 @@ int RemoteWindow::lockAllOn(const char *call, Stream &s, bool wait, bool &grante
 	/*
 	 * Granted: answered, neither busy nor refused. Even when the wait
 	 * reports an earlier request's refusal (a put of a past epoch): the
-	 * caller gives a granted part back (lockAll()), never leaks it.
+	 * caller gives a granted part back (lockAll()), never leaks it. Not
+	 * answered on a live link (a try that timed out): it may still be
+	 * granted, so it counts as held; the UNLOCK_ALL that gives it back
+	 * follows it on the stream (refused harmlessly if it was not granted).
 	 */
-	granted = s.acked >= seq && s.busy != seq && s.nacked != seq;
+	granted = s.acked >= seq ? s.busy != seq && s.nacked != seq : rc != RMA_SUCCESS && !s.link->failed();
 	return rc;
 }
 
@@ -806,10 +815,11 @@ int RemoteWindow::waitFetches(const char *call, Stream &s)
 		s.error = rc;
 	/*
 	 * Every get's reply, even past a refusal already recorded (an earlier
-	 * operation's): the caller's buffers are free once this returns. Only
-	 * a lost link ends the wait early (pump() fails then).
+	 * operation's): the caller's buffers are free once this returns. A
+	 * lost link (pump() fails) or a reply matching no get (RMA_ERR_INTERN:
+	 * the stream cannot be trusted) ends the wait early.
 	 */
-	for (SpinWait wait; !s.gets.empty(); wait.once()) {
+	for (SpinWait wait; !s.gets.empty() && !(s.error && errorClass(s.error) == RMA_ERR_INTERN); wait.once()) {
 		if (int rc = s.link->pump(); rc != RMA_SUCCESS) {
 			if (!s.error)
 				s.error = rc;

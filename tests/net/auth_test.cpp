@@ -170,7 +170,7 @@ Bytes helloBody(uint32_t version, uint32_t leader, uint64_t job, uint8_t nonceBy
  * a signature of zeros).
  */
 Bytes forgeProof(const AuthKey &key, const Bytes &hello, const Bytes &challenge, uint32_t leader, uint32_t rank,
-		 const RankIdentity *signer = nullptr, bool sign = true)
+		 const RankIdentity *signer = nullptr, bool sign = true, uint32_t serverRank = 0)
 {
 	std::span<const uint8_t, kNonceBytes> nonceC(hello.data() + kHelloNonceAt, kNonceBytes);
 	std::span<const uint8_t, kNonceBytes> nonceS(challenge.data() + kHeaderBytes, kNonceBytes);
@@ -179,7 +179,7 @@ Bytes forgeProof(const AuthKey &key, const Bytes &hello, const Bytes &challenge,
 	std::array<uint8_t, kSignatureBytes> sig{};
 	if (sign) {
 		EXPECT_EQ(clientSignature(signer ? *signer : identityOf(rank), nonceS, nonceC, leader, rank,
-					  kPurposeStream, sig),
+					  kPurposeStream, serverRank, sig),
 			  RMA_SUCCESS);
 	}
 	Bytes body(8 + kMacBytes + kSignatureBytes, 0);
@@ -402,6 +402,17 @@ TEST_F(AuthTest, MemberPosingAsAnotherRankIsRefusedBySignature)
 			    kSignatureBytes);
 		give(s, proof);
 		EXPECT_EQ(s.failure(), AuthError::BadSignature) << authErrorName(s.failure());
+	}
+	/*
+	 * Relayed: rank 3 meant to reach rank 1's process (which forwarded its
+	 * HELLO here and this CHALLENGE back); its signature names rank 1, and
+	 * this server is rank 0.
+	 */
+	{
+		auto [c, s, hello, challenge] = openToProof(keyA);
+		give(s, forgeProof(keyA, hello, challenge, 2, 3, nullptr, true, 1));
+		EXPECT_EQ(s.failure(), AuthError::BadSignature) << authErrorName(s.failure());
+		EXPECT_TRUE(s.output().empty());
 	}
 	/* A rank that published no identity cannot connect. */
 	{

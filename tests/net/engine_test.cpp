@@ -310,6 +310,7 @@ protected:
 		cc.leader = 0;
 		cc.rank = 0;
 		cc.serverLeader = 1;
+		cc.serverRank = 1;
 		cc.identity = signer ? signer : engines_[0]->identity(); /* rank 0's own key: the connection is rank 0's */
 		auto peer = authenticateClient(fd, key.value(), cc);
 		if (signer) {
