@@ -142,7 +142,7 @@ Result<RemoteWindow::Stream *> RemoteWindow::stream(const char *call, int target
 	 */
 	if (s->error && report) {
 		const int rc = s->error;
-		if (s->link && !s->link->failed())
+		if (s->link && !s->link->failed() && !s->broken)
 			s->error = 0;
 		return Result<Stream *>::failure(rc);
 	}
@@ -229,7 +229,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 	if (s.error) {
 		int rc = s.error;
 		/* A refusal is reported once; a lost link stays lost. */
-		if (!s.link || !s.link->failed())
+		if ((!s.link || !s.link->failed()) && !s.broken)
 			s.error = 0;
 		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
 	}
@@ -354,7 +354,7 @@ int RemoteWindow::flushStream(const char *call, Stream &s)
 	drainBulk(s);
 	if (s.error) {
 		int rc = s.error;
-		if (!s.link || !s.link->failed())
+		if ((!s.link || !s.link->failed()) && !s.broken)
 			s.error = 0;
 		return rc;
 	}
@@ -816,10 +816,10 @@ int RemoteWindow::waitFetches(const char *call, Stream &s)
 	/*
 	 * Every get's reply, even past a refusal already recorded (an earlier
 	 * operation's): the caller's buffers are free once this returns. A
-	 * lost link (pump() fails) or a reply matching no get (RMA_ERR_INTERN:
-	 * the stream cannot be trusted) ends the wait early.
+	 * lost link (pump() fails) or a reply that matched no get (the stream
+	 * is broken: its error stays) ends the wait early.
 	 */
-	for (SpinWait wait; !s.gets.empty() && !(s.error && errorClass(s.error) == RMA_ERR_INTERN); wait.once()) {
+	for (SpinWait wait; !s.gets.empty() && !s.broken; wait.once()) {
 		if (int rc = s.link->pump(); rc != RMA_SUCCESS) {
 			if (!s.error)
 				s.error = rc;
@@ -828,7 +828,7 @@ int RemoteWindow::waitFetches(const char *call, Stream &s)
 	}
 	if (s.error) {
 		int rc = s.error;
-		if (!s.link->failed())
+		if (!s.link->failed() && !s.broken)
 			s.error = 0;
 		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
 	}
@@ -924,7 +924,7 @@ bool RemoteWindow::repliesDone(int target, uint64_t seq)
 		if (int rc = s->link->pump(); rc != RMA_SUCCESS && !s->error)
 			s->error = rc;
 	/* Replies come in order: done when the oldest one missing is past @seq (or the link failed). */
-	return s->error || s->gets.empty() || s->gets.front().seq > seq;
+	return s->error || s->broken || s->gets.empty() || s->gets.front().seq > seq;
 }
 
 int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
@@ -934,7 +934,7 @@ int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
 	std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
 	if (s && s->error) {
 		int rc = s->error;
-		if (!s->link || !s->link->failed())
+		if ((!s->link || !s->link->failed()) && !s->broken)
 			s->error = 0;
 		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
 	}
@@ -1028,6 +1028,8 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 	case FrameKind::AccReply: {
 		std::deque<PendingGet> *gets = pendingGets(s, f.header.seq);
 		if (!gets || gets->empty() || gets->front().seq != f.header.seq || gets->front().bytes != f.data.size()) {
+			/* Nothing on this stream can be trusted any more: its error is reported by every later call. */
+			s.broken = true;
 			if (!s.error)
 				s.error = makeError(RMA_ERR_INTERN, "a GET_REPLY (seq %llu, %zu bytes) matches no pending get",
 						    static_cast<unsigned long long>(f.header.seq), f.data.size());

@@ -190,6 +190,7 @@ private:
 		int64_t probedMs = 0;  /* when it was sent */
 		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
 		uint64_t nacked = 0;   /* seq of the last request refused (any other NACK) */
+		bool broken = false;   /* a reply matched no request: error stays, as for a lost link */
 		/*
 		 * The last LOCK sent (lock() does not wait for its grant): until
 		 * it is answered, waits on this stream do not time out (it may

@@ -986,7 +986,11 @@ static void caseLockAllVsExclusive(window *w)
  * granted (even ranks: PARKED_PIECES x PARKED_PIECE bytes) or one piece (odd
  * ranks: their unlock is the first wait), reads the marker and unlocks.
  * Nothing may time out, every put must land whole, and each origin must
- * read the second marker: nothing of its epoch ran before the grant.
+ * read the second marker: nothing of its epoch ran before the grant. Odd
+ * ranks also hold lock_all on another window and get from the holder's
+ * rank there under this lock: on the connection that frame waits behind
+ * the parked LOCK, past the silence bound, and its flush must not take
+ * the host for dead (the other window's own waits know of no lock).
  */
 #define PARKED_PIECE (64 * 1024)
 #define PARKED_PIECES 24
@@ -1015,12 +1019,24 @@ static void caseLockParked(window *w, int round)
 		unsigned char *src = xmalloc((size_t)PARKED_PIECES * PARKED_PIECE);
 		for (int k = 0; k < PARKED_PIECES; ++k)
 			fillPattern(src + (size_t)k * PARKED_PIECE, PARKED_PIECE, me, t, round + k);
+		window *other = NULL;
+		for (int i = 0; i < g_nwindows && me % 2 == 1; ++i)
+			if (g_windows[i] != w && g_windows[i]->bytes >= 8)
+				other = g_windows[i];
+		if (other)
+			CALL(rma_win_lock_all(0, other->win));
 		barrier();
 		int64_t seen = -1;
 		CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, t, 0, w->win));
 		for (int k = 0; k < parkedPieces(me); ++k)
 			CALL(rma_put(src + (size_t)k * PARKED_PIECE, PARKED_PIECE, RMA_BYTE, t,
 				     (rma_aint)(64 + (size_t)me * PARKED_PIECE), PARKED_PIECE, RMA_BYTE, w->win));
+		if (other) {
+			int64_t peek = 0;
+			CALL(rma_get(&peek, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, other->win));
+			CALL(rma_win_flush(t, other->win));
+			CALL(rma_win_unlock_all(other->win));
+		}
 		CALL(rma_get(&seen, 1, RMA_INT64_T, t, 0, 1, RMA_INT64_T, w->win));
 		CALL(rma_win_unlock(t, w->win));
 		if (seen != second)
