@@ -1542,7 +1542,10 @@ RMA_API int rma_rput(const void *origin_addr, int origin_count, rma_datatype ori
 
 /**
  * @brief rma_get() that also returns a request; it completes when the data is
- *        in the origin buffer. Errors as rma_rput().
+ *        in the origin buffer. Errors as rma_rput(). For a target on another
+ *        host, an error its host met serving the get (an address outside
+ *        the window, a dead target) is reported by this request's
+ *        rma_wait()/rma_test() only, not by a flush or unlock.
  */
 RMA_API int rma_rget(void *origin_addr, int origin_count, rma_datatype origin_datatype, int target_rank,
 		     rma_aint target_disp, int target_count, rma_datatype target_datatype, rma_win win,
@@ -1553,7 +1556,12 @@ RMA_API int rma_rget(void *origin_addr, int origin_count, rma_datatype origin_da
  *        RMA_REQUEST_NULL; waiting on RMA_REQUEST_NULL returns at once).
  *        RMA requests carry no status information: @p status (may be
  *        RMA_STATUS_IGNORE) is not written.
- * @return RMA_SUCCESS; RMA_ERR_REQUEST for an invalid request.
+ * @return RMA_SUCCESS; RMA_ERR_REQUEST for an invalid request. An
+ *         rma_rget()/rma_rget_accumulate() to another host that its host
+ *         refused completes with that error (RMA_ERR_RMA_RANGE,
+ *         RMA_ERR_PROC_FAILED, ...) and is freed; RMA_ERR_PROC_FAILED if that
+ *         host's link is lost or silent past RMA_NET_TIMEOUT_MS (the request
+ *         stays then).
  */
 RMA_API int rma_wait(rma_request *request, rma_status *status);
 

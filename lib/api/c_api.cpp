@@ -1701,6 +1701,8 @@ struct Request {
 	rma_win win;
 	int target;
 	uint64_t seq;
+	/* A fetching request to another host: its own refusal, if any (RequestFailure). */
+	std::shared_ptr<RequestFailure> failure;
 };
 
 HandleTable<Request, HandleKind::Request> &requestTable()
@@ -1727,16 +1729,16 @@ std::vector<std::shared_ptr<Request>> &spareRequests()
 	return spare;
 }
 
-rma_request makeRequest(rma_win win, int target, uint64_t seq)
+rma_request makeRequest(rma_win win, int target, uint64_t seq, std::shared_ptr<RequestFailure> failure = nullptr)
 {
 	std::vector<std::shared_ptr<Request>> &spare = spareRequests();
 	std::shared_ptr<Request> r;
 	if (!spare.empty()) {
 		r = std::move(spare.back());
 		spare.pop_back();
-		*r = Request{ win, target, seq };
+		*r = Request{ win, target, seq, std::move(failure) };
 	} else {
-		r = std::make_shared<Request>(Request{ win, target, seq });
+		r = std::make_shared<Request>(Request{ win, target, seq, std::move(failure) });
 	}
 	return reinterpret_cast<rma_request>(requestTable().insert(std::move(r)));
 }
@@ -1750,13 +1752,19 @@ void releaseRequest(uintptr_t h)
 		spare.push_back(std::move(r));
 }
 
-/* Complete (wait) or check (test) one valid request; frees it when complete. */
+/*
+ * Complete (wait) or check (test) one valid request; frees it when complete,
+ * also when it completed with its own error (a fetch another host refused:
+ * reported here, once).
+ */
 int finishRequest(const char *call, rma_request *request, bool wait, bool *complete)
 {
 	*complete = true;
 	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
+	int failed = RMA_SUCCESS;
 	if (Request *r = requestTable().lookup(h)) {
-		if (Window *w = toWindow(r->win); w && r->seq != 0) { /* a freed window has completed everything */
+		Window *w = toWindow(r->win);
+		if (w && r->seq != 0) { /* a freed window has completed everything */
 			if (wait) {
 				int rc = w->waitAccumulate(call, r->target, r->seq);
 				if (rc != RMA_SUCCESS)
@@ -1768,11 +1776,39 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 				return RMA_SUCCESS;
 			}
 		}
+		if (w && r->failure)
+			if (int rc = w->remoteRequestResult(call, r->target, r->seq, *r->failure); rc != RMA_SUCCESS)
+				failed = winError(r->win, w, rc);
 		releaseRequest(h);
 	}
 	*request = RMA_REQUEST_NULL;
-	return RMA_SUCCESS;
+	return failed;
 }
+
+/* While it lives, fetches to other hosts belong to the request being made (Window::remoteRequest()). */
+class RemoteRequestScope
+{
+public:
+	RemoteRequestScope(Window &w, bool remote) : w_(w)
+	{
+		if (remote) [[unlikely]] {
+			failure_ = std::make_shared<RequestFailure>();
+			w_.remoteRequest(failure_);
+		}
+	}
+	~RemoteRequestScope()
+	{
+		if (failure_) [[unlikely]]
+			w_.remoteRequest(nullptr);
+	}
+	RemoteRequestScope(const RemoteRequestScope &) = delete;
+	RemoteRequestScope &operator=(const RemoteRequestScope &) = delete;
+	std::shared_ptr<RequestFailure> failure() const { return failure_; }
+
+private:
+	Window &w_;
+	std::shared_ptr<RequestFailure> failure_;
+};
 
 template<bool Put>
 int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, int target, rma_aint disp, int tcount,
@@ -1782,12 +1818,14 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 		if (!request)
 			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
 		RMA_TRY(w.checkRequestEpoch(call, target));
+		const bool remoteGet = !Put && w.isRemote(target);
+		RemoteRequestScope scope(w, remoteGet);
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
 		/*
 		 * Another host: an rput is complete (its data was copied into the
 		 * stream); an rget completes when its replies are in.
 		 */
-		*request = makeRequest(win, target, !Put && w.isRemote(target) ? w.remoteRequestSeq(target) : 0);
+		*request = makeRequest(win, target, remoteGet ? w.remoteRequestSeq(target) : 0, scope.failure());
 		return RMA_SUCCESS;
 	});
 }
@@ -1800,11 +1838,13 @@ int requestAccumulate(const char *call, AccArgs a, rma_win win, rma_request *req
 		RMA_TRY(w.checkRequestEpoch(call, a.target));
 		uint64_t seq = 0;
 		a.queuedSeq = &seq;
+		const bool remote = w.isRemote(a.target);
+		RemoteRequestScope scope(w, remote && (a.fetch || a.fetchAndOp));
 		RMA_TRY(w.accumulate(call, a));
 		/* Another host: raccumulate is complete (data copied); rget_accumulate when its replies are in. */
-		if (w.isRemote(a.target)) [[unlikely]]
+		if (remote) [[unlikely]]
 			seq = a.fetch || a.fetchAndOp ? w.remoteRequestSeq(a.target) : 0;
-		*request = makeRequest(win, a.target, seq);
+		*request = makeRequest(win, a.target, seq, scope.failure());
 		return RMA_SUCCESS;
 	});
 }

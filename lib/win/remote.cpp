@@ -341,7 +341,16 @@ void RemoteWindow::drainBulk(Stream &s)
 				rc = l->abort("did not answer a bulk flush within RMA_NET_TIMEOUT_MS");
 			}
 		}
-		/* Every reply came before the ACK: gets still listed were refused (or the link is lost). */
+		/*
+		 * Every reply came before the ACK, and a refused get is forgotten
+		 * at its NACK: gets still listed lost their connection (or it
+		 * answered out of order). Their requests fail with it.
+		 */
+		if (!s.bulkGets[i].empty() && rc == RMA_SUCCESS)
+			rc = makeError(RMA_ERR_INTERN, "bulk connection %zu to rank %d answered a flush before %zu gets", i,
+				       s.server, s.bulkGets[i].size());
+		for (const PendingGet &g : s.bulkGets[i])
+			failRequest(g, rc);
 		s.bulkGets[i].clear();
 		s.bulkSent[i] = 0;
 		if (rc != RMA_SUCCESS && !s.error)
@@ -461,7 +470,7 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 			uint32_t i = 0;
 			RMA_TRY(sendBulk(call, st, target, shape.kind, body, payload, i, seq));
 			if (shape.fetches) {
-				st.bulkGets[i].push_back(PendingGet{ seq, dest + done, data, staging });
+				st.bulkGets[i].push_back(pendingGet(seq, dest + done, data, staging));
 				if (data >= net::Link::kDirectBytes)
 					st.bulk[i]->expectLargeReply(seq);
 			}
@@ -470,7 +479,7 @@ int RemoteWindow::transfer(const char *call, const OpShape &shape, int target, r
 		}
 		RMA_TRY(sendRequest(st, shape.kind, worldTarget(target), body, seq, false, payload));
 		if (shape.fetches)
-			st.gets.push_back(PendingGet{ seq, dest + done, data, staging });
+			st.gets.push_back(pendingGet(seq, dest + done, data, staging));
 		/* Its reply goes straight into dest (replyDestination()) if the link reads it frame by frame. */
 		if (shape.fetches && data >= net::Link::kDirectBytes)
 			st.link->expectLargeReply(seq);
@@ -560,7 +569,7 @@ int RemoteWindow::compareAndSwap(const char *call, int target, rma_aint offset, 
 	uint64_t seq = 0;
 	RMA_TRY(sendRequest(*s.value(), FrameKind::Cas, worldTarget(target),
 			    std::span<const uint8_t>(body, kFixedOpBody + 2 * eb), seq));
-	s.value()->gets.push_back(PendingGet{ seq, static_cast<std::byte *>(result), eb, nullptr });
+	s.value()->gets.push_back(pendingGet(seq, static_cast<std::byte *>(result), eb, nullptr));
 	return RMA_SUCCESS;
 }
 
@@ -920,25 +929,53 @@ bool RemoteWindow::repliesDone(int target, uint64_t seq)
 	/* The request must be on its way before anyone waits for its answer. */
 	if (int rc = s->link->push(); rc != RMA_SUCCESS && !s->error)
 		s->error = rc;
-	if (!s->gets.empty() && s->gets.front().seq <= seq && !s->error)
+	if (!s->gets.empty() && s->gets.front().seq <= seq && !s->link->failed())
 		if (int rc = s->link->pump(); rc != RMA_SUCCESS && !s->error)
 			s->error = rc;
-	/* Replies come in order: done when the oldest one missing is past @seq (or the link failed). */
-	return s->error || s->broken || s->gets.empty() || s->gets.front().seq > seq;
+	/*
+	 * Replies come in order (a refused get is forgotten at its NACK): done
+	 * when the oldest one missing is past @seq, or when none can come (the
+	 * link failed, or the stream broke). Another operation's refusal does
+	 * not end it: that is not this request's.
+	 */
+	return s->link->failed() || s->broken || s->gets.empty() || s->gets.front().seq > seq;
 }
 
 int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
 {
-	for (SpinWait wait; !repliesDone(target, seq); wait.once()) {
-	}
 	std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
-	if (s && s->error) {
-		int rc = s->error;
-		if ((!s->link || !s->link->failed()) && !s->broken)
-			s->error = 0;
+	if (!s || !s->link)
+		return RMA_SUCCESS;
+	/* As waitAck(): replies still streaming in restart the silence; a LOCK not answered yet may be parked. */
+	const int timeoutMs = net::engine()->config().timeoutMs;
+	Silence silence(*s->link);
+	for (SpinWait wait; !repliesDone(target, seq); wait.once()) {
+		if (wait.count() < SpinWait::kSpins || (wait.count() & 0xff) != 0)
+			continue;
+		if (silence.ms(nowMs()) > timeoutMs && s->acked >= s->lockSeq && !s->link->lockUnanswered())
+			return makeError(RMA_ERR_PROC_FAILED,
+					 "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
+					 call, win_.name.c_str(), s->server, timeoutMs);
+	}
+	/* What ends the stream is every waiter's whose replies it stopped; a refusal is its request's (requestResult()). */
+	if (repliesLost(*s, seq))
+		return makeError(errorClass(s->error ? s->error : s->link->error()), "%s: window '%s': %s", call,
+				 win_.name.c_str(), errorMessage(s->error ? s->error : s->link->error()).c_str());
+	return RMA_SUCCESS;
+}
+
+int RemoteWindow::requestResult(const char *call, int target, uint64_t seq, const RequestFailure &f)
+{
+	if (!f.error) {
+		/* Done because a reply it needs can never come (rma_test: repliesDone() said so)? */
+		const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+		if (!s || !s->link || !repliesLost(*s, seq))
+			return RMA_SUCCESS;
+		const int rc = s->error ? s->error : s->link->error();
 		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
 	}
-	return RMA_SUCCESS;
+	return makeError(errorClass(f.error), "%s: window '%s': %s", call, win_.name.c_str(),
+			 errorMessage(f.error).c_str());
 }
 
 bool RemoteWindow::peerLost(int target)
@@ -984,7 +1021,7 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		if (!bulk)
 			s.acked = std::max(s.acked, f.header.seq);
 		break;
-	case FrameKind::Nack:
+	case FrameKind::Nack: {
 		if (!bulk)
 			s.acked = std::max(s.acked, f.header.seq);
 		/* A LOCK_ALL tried (kLockAllTry) and not granted: an answer, not an error. */
@@ -1000,30 +1037,44 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		 * Record it in this host's job status, so every wait and operation
 		 * involving it fails with RMA_ERR_PROC_FAILED from now on.
 		 */
+		int refusal = 0;
 		if (f.word0 == RMA_ERR_PROC_FAILED) {
 			const int dead = f.value < rankInWindow_.size() ? static_cast<int>(f.value)
 									: static_cast<int>(f.header.target);
 			runtime().bootstrap->markDead(dead);
-			if (f.header.seq != s.probe && !s.error) {
+			if (f.header.seq != s.probe) {
 				const int inWindow = rankInWindow_[static_cast<std::size_t>(dead)];
-				s.error = makeError(RMA_ERR_PROC_FAILED,
+				refusal = makeError(RMA_ERR_PROC_FAILED,
 						    "target rank %d's host refused request %llu: rank %d of the window "
 						    "(world rank %d) has died%s",
 						    t, static_cast<unsigned long long>(f.header.seq), inWindow, dead,
 						    inWindow != t ? " holding or waiting for a lock that blocks it" : "");
 			}
-		}
-		/* A refused liveness probe says only that (above); a refused operation is reported at the next wait. */
-		if (f.header.seq != s.probe && !s.error)
-			s.error = makeError(static_cast<int>(f.word0),
+		} else if (f.header.seq != s.probe) {
+			refusal = makeError(static_cast<int>(f.word0),
 					    "target rank %d's host refused request %llu (error class %s, detail %llu)", t,
 					    static_cast<unsigned long long>(f.header.seq), className(static_cast<int>(f.word0)),
 					    static_cast<unsigned long long>(f.value));
-		/* A refused GET sends no data: forget it. */
+		}
+		/*
+		 * A refused GET sends no data: forget it. A request's fetch
+		 * (rget, rget_accumulate) is reported by that request's wait or
+		 * test, and by nothing else (requestResult()).
+		 */
+		bool requested = false;
 		if (std::deque<PendingGet> *gets = pendingGets(s, f.header.seq))
-			while (!gets->empty() && gets->front().seq <= f.header.seq)
+			while (!gets->empty() && gets->front().seq <= f.header.seq) {
+				if (refusal && gets->front().seq == f.header.seq && gets->front().request) {
+					failRequest(gets->front(), refusal);
+					requested = true;
+				}
 				gets->pop_front();
+			}
+		/* A refused liveness probe says only that (above); any other refusal is reported at the next call. */
+		if (refusal && !requested && !s.error)
+			s.error = refusal;
 		break;
+	}
 	case FrameKind::GetReply:
 	case FrameKind::AccReply: {
 		std::deque<PendingGet> *gets = pendingGets(s, f.header.seq);
@@ -1050,6 +1101,12 @@ RemoteWindow::Stream *RemoteWindow::replyStream(const net::FrameHeader &h) noexc
 	if (t < 0)
 		return nullptr;
 	return streams_[hostOf_[static_cast<std::size_t>(t)]].get();
+}
+
+void RemoteWindow::failRequest(const PendingGet &g, int error) noexcept
+{
+	if (g.request && !g.request->error)
+		g.request->error = error;
 }
 
 void RemoteWindow::finishGet(std::deque<PendingGet> &gets) noexcept

@@ -74,6 +74,8 @@
 
 namespace librma {
 
+struct RequestFailure; /* win/window.h */
+
 class Window;
 
 #ifdef RMA_HAVE_NET
@@ -142,6 +144,18 @@ public:
 	bool repliesDone(int target, uint64_t seq);
 	int waitReplies(const char *call, int target, uint64_t seq);
 	/*
+	 * The request whose fetches are being sent (Window::remoteRequest()):
+	 * each of its PendingGets carries it, and the reply that refuses one
+	 * (or the loss of the bulk connection it went on) records the error
+	 * there, not in the stream: the request's wait or test reports it
+	 * (requestResult()), and no other call does. waitReplies() reports
+	 * only what ends the stream (a lost link, a broken stream, silence),
+	 * so one request's wait never reports another operation's refusal.
+	 */
+	std::shared_ptr<RequestFailure> request_;
+	/* A complete request's (up to @seq) error: its own refusal, or the lost link or broken stream its replies needed. */
+	int requestResult(const char *call, int target, uint64_t seq, const RequestFailure &f);
+	/*
 	 * Whether the link to @target's host is lost (reads what arrived;
 	 * connects if not yet connected). While the link lives, asks that
 	 * host's server at most every kProbeMs whether @target itself lives (a
@@ -176,7 +190,16 @@ private:
 		std::byte *dest;     /* where this piece's bytes go */
 		std::size_t bytes;
 		std::shared_ptr<struct GetStaging> staging; /* non-contiguous origin: unpack after the last piece */
+		std::shared_ptr<RequestFailure> request;    /* the request it belongs to, if any (request_) */
 	};
+	/* A fetch to remember at @seq, for the request being sent if any. */
+	PendingGet pendingGet(uint64_t seq, std::byte *dest, std::size_t bytes,
+			      std::shared_ptr<struct GetStaging> staging) const
+	{
+		return PendingGet{ seq, dest, bytes, std::move(staging), request_ };
+	}
+	/* Record @error (the refusal of @g's frame, or the loss of its connection) in @g's request. */
+	static void failRequest(const PendingGet &g, int error) noexcept;
 	/* One ordered stream: this process to one server process. */
 	struct Stream {
 		int server = -1;       /* world rank */
@@ -223,6 +246,11 @@ private:
 	 */
 	int sendBulk(const char *call, Stream &s, int target, net::FrameKind kind, std::span<const uint8_t> body,
 		     std::span<const uint8_t> data, uint32_t &index, uint64_t &seq);
+	/* Whether a reply up to @seq is missing and can never come (the link failed, or the stream broke). */
+	static bool repliesLost(const Stream &s, uint64_t seq) noexcept
+	{
+		return (s.link->failed() || s.broken) && !s.gets.empty() && s.gets.front().seq <= seq;
+	}
 	/* The gets a reply numbered @seq answers (the stream's or a bulk connection's; net::Link::bulkOfSeq()), or nullptr. */
 	std::deque<PendingGet> *pendingGets(Stream &s, uint64_t seq) noexcept
 	{

@@ -145,6 +145,15 @@ inline AccArgs makeAccArgs(const void *origin, int ocount, rma_datatype otype, v
 
 struct AccRecord;
 class RemoteWindow;
+/*
+ * One request (rma_rget, rma_rget_accumulate) to a target on another host:
+ * the first refusal of one of its frames (an error code, unique to it),
+ * recorded by the reply that refused it: the request's own wait or test
+ * reports it, and no other call does (remote.h).
+ */
+struct RequestFailure {
+	int error = 0;
+};
 
 /* The kinds traffic statistics count; request forms count with their blocking kind. */
 enum class TrafficKind : uint8_t { Put, Get, Accumulate, GetAccumulate, FetchAndOp, CompareAndSwap };
@@ -593,6 +602,18 @@ public:
 
 	/* The stream sequence of the last request to @target on another host (request forms; see remote.h). */
 	uint64_t remoteRequestSeq(int target);
+	/*
+	 * Fetches to other hosts issued while @f is set belong to one request:
+	 * a refusal of any of them is recorded in *@f (nullptr: none).
+	 */
+	void remoteRequest(std::shared_ptr<RequestFailure> f);
+	/*
+	 * A complete request to @target up to stream sequence @seq
+	 * (testAccumulate() said so): its own refusal as @call's error, or the
+	 * lost link one of its replies needed, or RMA_SUCCESS. A request's
+	 * refusal is reported here only (no other call to that host reports it).
+	 */
+	int remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure &f);
 	/* Whether @target is on another host. */
 	bool isRemote(int target) const
 	{

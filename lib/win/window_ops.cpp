@@ -399,6 +399,29 @@ uint64_t Window::remoteRequestSeq(int target)
 	return 0;
 }
 
+void Window::remoteRequest(std::shared_ptr<RequestFailure> f)
+{
+#ifdef RMA_HAVE_NET
+	if (remote_)
+		remote_->request_ = std::move(f);
+#else
+	(void)f;
+#endif
+}
+
+int Window::remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure &f)
+{
+#ifdef RMA_HAVE_NET
+	if (remote_ && isRemote(target))
+		return remote_->requestResult(call, target, seq, f);
+#endif
+	(void)call;
+	(void)target;
+	(void)seq;
+	(void)f;
+	return RMA_SUCCESS;
+}
+
 /* ---- Synchronization ------------------------------------------------------ */
 
 /*

@@ -1515,6 +1515,65 @@ static void expectRefusedAtRelease(const char *release, int put, int released, i
 		     next, release, RMA_ERR_RMA_RANGE, cls);
 }
 
+/* @rc must be an error of class RMA_ERR_RMA_RANGE: @what names the call. */
+static void expectRange(const char *what, int rc, int next)
+{
+	int cls = -1;
+	if (rc != RMA_SUCCESS)
+		rma_error_class(rc, &cls);
+	if (cls != RMA_ERR_RMA_RANGE)
+		fail("%s (an rget past rank %d's attached region): expected RMA_ERR_RMA_RANGE (%d), got %s class %d",
+		     what, next, RMA_ERR_RMA_RANGE, rc == RMA_SUCCESS ? "success," : "", cls);
+}
+
+/*
+ * A request another host refuses (rma_rget past rank @next's region of
+ * @bytes at @addr) reports it in its own wait or test, and no other call
+ * does: not the flush that completes it (read before the wait), not the
+ * flush after. A good rget issued behind a refused one completes with its
+ * data and no error. On this host the rget itself is refused.
+ */
+static void checkRefusedRequests(rma_win dw, int next, rma_aint addr, size_t bytes, int round)
+{
+	unsigned char got[DYN_SLOT];
+	const rma_aint past = addr + (rma_aint)bytes;
+	rma_request bad, good;
+	CALL(rma_win_lock(RMA_LOCK_SHARED, next, 0, dw));
+	int rc = rma_rget(got, 16, RMA_BYTE, next, past, 16, RMA_BYTE, dw, &bad);
+	if (!g_isRemote[next]) {
+		expectRange("rma_rget on this host", rc, next);
+		CALL(rma_win_unlock(next, dw));
+		return;
+	}
+	CALL(rc);
+	/* The flush reads the refusal first and leaves it to the request, whose wait reports it. */
+	CALL(rma_win_flush(next, dw));
+	expectRange("rma_wait on a refused rget, after a flush", rma_wait(&bad, RMA_STATUS_IGNORE), next);
+	if (bad != RMA_REQUEST_NULL)
+		fail("a refused rget's request is still live after rma_wait reported its error");
+	CALL(rma_win_flush(next, dw));
+	/* Tested, not waited for: rma_test reports it; the flush after has nothing left to report. */
+	CALL(rma_rget(got, 16, RMA_BYTE, next, past, 16, RMA_BYTE, dw, &bad));
+	int flag = 0;
+	for (rc = RMA_SUCCESS; rc == RMA_SUCCESS && !flag;)
+		rc = rma_test(&bad, &flag, RMA_STATUS_IGNORE);
+	expectRange("rma_test on a refused rget", rc, next);
+	CALL(rma_win_flush(next, dw));
+	/* A good rget behind a refused one: its wait succeeds with its data; the refused one's reports it. */
+	CALL(rma_rget(got, 16, RMA_BYTE, next, past, 16, RMA_BYTE, dw, &bad));
+	memset(got + 16, 0, DYN_SLOT - 16);
+	CALL(rma_rget(got + 16, DYN_SLOT - 16, RMA_BYTE, next, addr + g_rank * DYN_SLOT + 16, DYN_SLOT - 16, RMA_BYTE,
+		      dw, &good));
+	CALL(rma_wait(&good, RMA_STATUS_IGNORE));
+	unsigned char want[DYN_SLOT];
+	fillPattern(want, DYN_SLOT, g_rank, next, round);
+	if (memcmp(got + 16, want + 16, DYN_SLOT - 16) != 0)
+		fail("a good rget behind a refused one did not bring rank %d's slot", next);
+	expectRange("rma_wait on a refused rget, after a good one's wait", rma_wait(&bad, RMA_STATUS_IGNORE), next);
+	CALL(rma_win_flush(next, dw));
+	CALL(rma_win_unlock(next, dw));
+}
+
 static void caseDynamic(window *addrs, int round)
 {
 	beginCase("dynamic");
@@ -1589,6 +1648,7 @@ static void caseDynamic(window *addrs, int round)
 	expectRefusedAtRelease("unlock", rc, rma_win_unlock(next, dw), next);
 	CALL(rma_win_lock(RMA_LOCK_EXCLUSIVE, next, 0, dw));
 	CALL(rma_win_unlock(next, dw));
+	checkRefusedRequests(dw, next, at[next], bytes, round);
 	/* Under lock_all: unlock_all reports it, ends the epoch and gives back every host's part. */
 	barrier();
 	CALL(rma_win_lock_all(0, dw));
