@@ -1559,22 +1559,40 @@ RMA_API int rma_rget(void *origin_addr, int origin_count, rma_datatype origin_da
  * @return RMA_SUCCESS; RMA_ERR_REQUEST for an invalid request. An
  *         rma_rget()/rma_rget_accumulate() to another host that its host
  *         refused completes with that error (RMA_ERR_RMA_RANGE,
- *         RMA_ERR_PROC_FAILED, ...) and is freed; RMA_ERR_PROC_FAILED if that
- *         host's link is lost or silent past RMA_NET_TIMEOUT_MS (the request
- *         stays then).
+ *         RMA_ERR_PROC_FAILED, ...) and is freed, as it is when a reply it needs
+ *         can never come (that host's link is lost: RMA_ERR_PROC_FAILED);
+ *         a host silent past RMA_NET_TIMEOUT_MS gives RMA_ERR_PROC_FAILED and
+ *         leaves the request live.
  */
 RMA_API int rma_wait(rma_request *request, rma_status *status);
 
-/** @brief Like rma_wait() without blocking: *flag = 1 (and the request freed) if complete. */
+/**
+ * @brief Like rma_wait() without blocking: *flag = 1 (and the request freed) if
+ *        complete. A request that completed with an error returns it (and is
+ *        freed) as rma_wait() does; one to a host silent past
+ *        RMA_NET_TIMEOUT_MS returns RMA_ERR_PROC_FAILED and stays live.
+ */
 RMA_API int rma_test(rma_request *request, int *flag, rma_status *status);
 
-/** @brief rma_wait() on each of @p count requests. RMA_ERR_REQUEST if any is invalid (none is freed then). */
+/**
+ * @brief rma_wait() on each of @p count requests, every one even past one that
+ *        failed; returns the first error. RMA_ERR_REQUEST if any is invalid
+ *        (none is waited for then).
+ */
 RMA_API int rma_waitall(int count, rma_request array_of_requests[], rma_status *array_of_statuses);
 
-/** @brief *flag = 1 and all freed if every request is complete; else *flag = 0 and none is freed. */
+/**
+ * @brief *flag = 1 and all freed if every request is complete (the first
+ *        error of one that completed with an error is returned); else
+ *        *flag = 0 and none is freed.
+ */
 RMA_API int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *array_of_statuses);
 
-/** @brief Free a request without waiting; the operation still completes with the epoch. */
+/**
+ * @brief Free a request without waiting; the operation still completes with
+ *        the epoch. An error it meets (a refusal by another host) is then
+ *        reported by the next call to that host, as for rma_get().
+ */
 RMA_API int rma_request_free(rma_request *request);
 
 #ifdef __cplusplus

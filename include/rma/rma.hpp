@@ -287,7 +287,8 @@ private:
  * there); test() says whether it is complete. A Request destroyed before it
  * completed is freed with rma_request_free(): the operation itself still
  * completes at the window's next flush, unlock or unlock_all, as in MPI, so
- * dropping one never blocks.
+ * dropping one never blocks (an error it meets, such as another host's
+ * refusal, is then reported by that next call).
  */
 class Request
 {

@@ -1765,20 +1765,25 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 	if (Request *r = requestTable().lookup(h)) {
 		Window *w = toWindow(r->win);
 		if (w && r->seq != 0) { /* a freed window has completed everything */
+			/* An error here leaves the request to a later wait or test (it may still complete). */
 			if (wait) {
 				int rc = w->waitAccumulate(call, r->target, r->seq);
 				if (rc != RMA_SUCCESS)
 					return winError(r->win, w, rc);
 			} else if (!w->testAccumulate(r->target, r->seq)) {
-				if (int rc = w->testFailure(call, r->target); rc != RMA_SUCCESS)
+				if (int rc = w->testFailure(call, r->target, r->seq); rc != RMA_SUCCESS)
 					return winError(r->win, w, rc);
 				*complete = false;
 				return RMA_SUCCESS;
 			}
+			/* Another host: complete, possibly with its own refusal or a lost reply (then freed all the same). */
+			if (w->isRemote(r->target)) [[unlikely]]
+				failed = w->remoteRequestResult(call, r->target, r->seq, r->failure.get());
+		} else if (!w && r->failure && r->failure->error) {
+			failed = r->failure->error; /* refused before its window was freed */
 		}
-		if (w && r->failure)
-			if (int rc = w->remoteRequestResult(call, r->target, r->seq, *r->failure); rc != RMA_SUCCESS)
-				failed = winError(r->win, w, rc);
+		if (failed != RMA_SUCCESS)
+			failed = winError(r->win, w, failed);
 		releaseRequest(h);
 	}
 	*request = RMA_REQUEST_NULL;
@@ -1789,25 +1794,36 @@ int finishRequest(const char *call, rma_request *request, bool wait, bool *compl
 class RemoteRequestScope
 {
 public:
-	RemoteRequestScope(Window &w, bool remote) : w_(w)
+	RemoteRequestScope(Window &w, int target, bool remote) : w_(w), target_(target)
 	{
 		if (remote) [[unlikely]] {
 			failure_ = std::make_shared<RequestFailure>();
 			w_.remoteRequest(failure_);
 		}
 	}
+	/* A call that failed made no request: what it sent is the stream's to report. */
 	~RemoteRequestScope()
 	{
-		if (failure_) [[unlikely]]
+		if (failure_) [[unlikely]] {
 			w_.remoteRequest(nullptr);
+			if (!taken_)
+				w_.remoteRequestAbandon(target_, *failure_);
+		}
 	}
 	RemoteRequestScope(const RemoteRequestScope &) = delete;
 	RemoteRequestScope &operator=(const RemoteRequestScope &) = delete;
-	std::shared_ptr<RequestFailure> failure() const { return failure_; }
+	/* For the request made (the call succeeded). */
+	std::shared_ptr<RequestFailure> take()
+	{
+		taken_ = true;
+		return failure_;
+	}
 
 private:
 	Window &w_;
+	int target_;
 	std::shared_ptr<RequestFailure> failure_;
+	bool taken_ = false;
 };
 
 template<bool Put>
@@ -1819,13 +1835,13 @@ int requestOp(const char *call, void *origin, int ocount, rma_datatype otype, in
 			return makeError(RMA_ERR_ARG, "%s: request is NULL", call);
 		RMA_TRY(w.checkRequestEpoch(call, target));
 		const bool remoteGet = !Put && w.isRemote(target);
-		RemoteRequestScope scope(w, remoteGet);
+		RemoteRequestScope scope(w, target, remoteGet);
 		RMA_TRY(w.access<Put>(origin, ocount, otype, target, disp, tcount, ttype));
 		/*
 		 * Another host: an rput is complete (its data was copied into the
 		 * stream); an rget completes when its replies are in.
 		 */
-		*request = makeRequest(win, target, remoteGet ? w.remoteRequestSeq(target) : 0, scope.failure());
+		*request = makeRequest(win, target, remoteGet ? w.remoteRequestSeq(target) : 0, scope.take());
 		return RMA_SUCCESS;
 	});
 }
@@ -1839,12 +1855,12 @@ int requestAccumulate(const char *call, AccArgs a, rma_win win, rma_request *req
 		uint64_t seq = 0;
 		a.queuedSeq = &seq;
 		const bool remote = w.isRemote(a.target);
-		RemoteRequestScope scope(w, remote && (a.fetch || a.fetchAndOp));
+		RemoteRequestScope scope(w, a.target, remote && (a.fetch || a.fetchAndOp));
 		RMA_TRY(w.accumulate(call, a));
 		/* Another host: raccumulate is complete (data copied); rget_accumulate when its replies are in. */
 		if (remote) [[unlikely]]
 			seq = a.fetch || a.fetchAndOp ? w.remoteRequestSeq(a.target) : 0;
-		*request = makeRequest(win, a.target, seq, scope.failure());
+		*request = makeRequest(win, a.target, seq, scope.take());
 		return RMA_SUCCESS;
 	});
 }
@@ -1915,11 +1931,15 @@ RMA_EXPORT int rma_waitall(int count, rma_request array_of_requests[], rma_statu
 	for (int i = 0; i < count; ++i)
 		if (!validRequest(array_of_requests[i]))
 			return invalidRequest("rma_waitall", i);
+	/* Every request, even past one that failed (its own refusal frees it): the first error is returned. */
+	int first = RMA_SUCCESS;
 	for (int i = 0; i < count; ++i) {
 		bool complete;
-		RMA_TRY(finishRequest("rma_waitall", &array_of_requests[i], true, &complete));
+		if (int rc = finishRequest("rma_waitall", &array_of_requests[i], true, &complete);
+		    rc != RMA_SUCCESS && first == RMA_SUCCESS)
+			first = rc;
 	}
-	return RMA_SUCCESS;
+	return first;
 }
 
 RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag, rma_status *)
@@ -1937,18 +1957,22 @@ RMA_EXPORT int rma_testall(int count, rma_request array_of_requests[], int *flag
 		Request *r = requestTable().lookup(h);
 		Window *w = r ? toWindow(r->win) : nullptr;
 		if (w && !w->testAccumulate(r->target, r->seq)) {
-			if (int rc = w->testFailure("rma_testall", r->target); rc != RMA_SUCCESS)
+			if (int rc = w->testFailure("rma_testall", r->target, r->seq); rc != RMA_SUCCESS)
 				return winError(r->win, w, rc);
 			*flag = 0;
 			return RMA_SUCCESS;
 		}
 	}
+	/* All complete: every one is freed, also one that failed (its own refusal); the first error is returned. */
+	*flag = 1;
+	int first = RMA_SUCCESS;
 	for (int i = 0; i < count; ++i) {
 		bool complete;
-		RMA_TRY(finishRequest("rma_testall", &array_of_requests[i], false, &complete));
+		if (int rc = finishRequest("rma_testall", &array_of_requests[i], false, &complete);
+		    rc != RMA_SUCCESS && first == RMA_SUCCESS)
+			first = rc;
 	}
-	*flag = 1;
-	return RMA_SUCCESS;
+	return first;
 }
 
 RMA_EXPORT int rma_request_free(rma_request *request)
@@ -1956,8 +1980,13 @@ RMA_EXPORT int rma_request_free(rma_request *request)
 	if (!request || !validRequest(*request))
 		return invalidRequest("rma_request_free", -1);
 	uintptr_t h = reinterpret_cast<uintptr_t>(*request);
-	if (requestTable().lookup(h))
+	if (Request *r = requestTable().lookup(h)) {
+		/* Nobody will wait for it: its refusal (now or later) is reported by the next call to that host. */
+		if (r->failure)
+			if (Window *w = toWindow(r->win))
+				w->remoteRequestAbandon(r->target, *r->failure);
 		releaseRequest(h);
+	}
 	*request = RMA_REQUEST_NULL;
 	return RMA_SUCCESS;
 }

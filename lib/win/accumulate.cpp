@@ -644,8 +644,13 @@ bool Window::testAccumulate(int t, uint64_t seq)
 	return true;
 }
 
-int Window::testFailure(const char *call, int t)
+int Window::testFailure(const char *call, int t, uint64_t seq)
 {
+#ifdef RMA_HAVE_NET
+	if (isRemote(t))
+		return remote_->silence(call, t, seq);
+#endif
+	(void)seq;
 	if (static_cast<unsigned>(t) >= targets_.size() || isRemote(t))
 		return RMA_SUCCESS;
 	return checkRingHolder(call, "an accumulate to be applied", t);

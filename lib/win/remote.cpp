@@ -353,6 +353,7 @@ void RemoteWindow::drainBulk(Stream &s)
 			failRequest(g, rc);
 		s.bulkGets[i].clear();
 		s.bulkSent[i] = 0;
+		/* A lost connection is also the next call's to report: puts that went on it are lost too. */
 		if (rc != RMA_SUCCESS && !s.error)
 			s.error = rc;
 	}
@@ -957,25 +958,52 @@ int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
 					 "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
 					 call, win_.name.c_str(), s->server, timeoutMs);
 	}
-	/* What ends the stream is every waiter's whose replies it stopped; a refusal is its request's (requestResult()). */
-	if (repliesLost(*s, seq))
-		return makeError(errorClass(s->error ? s->error : s->link->error()), "%s: window '%s': %s", call,
-				 win_.name.c_str(), errorMessage(s->error ? s->error : s->link->error()).c_str());
+	/*
+	 * Complete: a refusal, or the loss of a reply it needed, is the
+	 * request's result (requestResult()), which frees it like a success.
+	 */
 	return RMA_SUCCESS;
 }
 
-int RemoteWindow::requestResult(const char *call, int target, uint64_t seq, const RequestFailure &f)
+int RemoteWindow::requestResult(const char *call, int target, uint64_t seq, const RequestFailure *f)
 {
-	if (!f.error) {
-		/* Done because a reply it needs can never come (rma_test: repliesDone() said so)? */
+	int rc = f ? f->error : 0;
+	if (!rc) {
+		/* Done because a reply it needs can never come (repliesDone() said so)? */
 		const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
 		if (!s || !s->link || !repliesLost(*s, seq))
 			return RMA_SUCCESS;
-		const int rc = s->error ? s->error : s->link->error();
-		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+		rc = lostError(*s);
 	}
-	return makeError(errorClass(f.error), "%s: window '%s': %s", call, win_.name.c_str(),
-			 errorMessage(f.error).c_str());
+	return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+}
+
+void RemoteWindow::requestAbandoned(int target, const RequestFailure &f)
+{
+	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	if (f.error && s && !s->error)
+		s->error = f.error;
+}
+
+int RemoteWindow::silence(const char *call, int target, uint64_t seq)
+{
+	const std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
+	if (!s || !s->link)
+		return RMA_SUCCESS;
+	/* Counted from this request's first incomplete test, restarted by every byte that arrives (as Silence). */
+	const int64_t now = nowMs();
+	if (s->silentSeq != seq || s->link->received() != s->heardBytes) {
+		s->silentSeq = seq;
+		s->heardMs = now;
+		s->heardBytes = s->link->received();
+		return RMA_SUCCESS;
+	}
+	const int timeoutMs = net::engine()->config().timeoutMs;
+	if (now - s->heardMs > timeoutMs && s->acked >= s->lockSeq && !s->link->lockUnanswered())
+		return makeError(RMA_ERR_PROC_FAILED,
+				 "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)", call,
+				 win_.name.c_str(), s->server, timeoutMs);
+	return RMA_SUCCESS;
 }
 
 bool RemoteWindow::peerLost(int target)
@@ -1064,7 +1092,8 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 		bool requested = false;
 		if (std::deque<PendingGet> *gets = pendingGets(s, f.header.seq))
 			while (!gets->empty() && gets->front().seq <= f.header.seq) {
-				if (refusal && gets->front().seq == f.header.seq && gets->front().request) {
+				if (refusal && gets->front().seq == f.header.seq && gets->front().request &&
+				    !gets->front().request->abandoned) {
 					failRequest(gets->front(), refusal);
 					requested = true;
 				}
@@ -1079,10 +1108,13 @@ void RemoteWindow::onReply(const net::ParsedFrame &f) noexcept
 	case FrameKind::AccReply: {
 		std::deque<PendingGet> *gets = pendingGets(s, f.header.seq);
 		if (!gets || gets->empty() || gets->front().seq != f.header.seq || gets->front().bytes != f.data.size()) {
-			/* Nothing on this stream can be trusted any more: its error is reported by every later call. */
+			/*
+			 * Nothing on this stream can be trusted any more: its error is
+			 * reported by every later call (replacing a refusal not yet
+			 * reported: that is no longer what matters).
+			 */
 			s.broken = true;
-			if (!s.error)
-				s.error = makeError(RMA_ERR_INTERN, "a GET_REPLY (seq %llu, %zu bytes) matches no pending get",
+			s.error = makeError(RMA_ERR_INTERN, "a GET_REPLY (seq %llu, %zu bytes) matches no pending get",
 						    static_cast<unsigned long long>(f.header.seq), f.data.size());
 			break;
 		}

@@ -153,8 +153,19 @@ public:
 	 * so one request's wait never reports another operation's refusal.
 	 */
 	std::shared_ptr<RequestFailure> request_;
-	/* A complete request's (up to @seq) error: its own refusal, or the lost link or broken stream its replies needed. */
-	int requestResult(const char *call, int target, uint64_t seq, const RequestFailure &f);
+	/*
+	 * A complete request's (up to @seq) error: its own refusal (@f, may be
+	 * nullptr), or the lost link or broken stream one of its replies needed.
+	 */
+	int requestResult(const char *call, int target, uint64_t seq, const RequestFailure *f);
+	/* Request @f was freed before it completed: a refusal it recorded goes to the stream (reported once). */
+	void requestAbandoned(int target, const RequestFailure &f);
+	/*
+	 * rma_test of request @seq to @target found it incomplete:
+	 * RMA_ERR_PROC_FAILED once @target's host has sent nothing for
+	 * RMA_NET_TIMEOUT_MS while this request waited (as waitReplies()).
+	 */
+	int silence(const char *call, int target, uint64_t seq);
 	/*
 	 * Whether the link to @target's host is lost (reads what arrived;
 	 * connects if not yet connected). While the link lives, asks that
@@ -214,6 +225,10 @@ private:
 		uint64_t busy = 0;     /* seq of the last LOCK_ALL tried and not granted (NACK{RMA_ERR_PENDING}) */
 		uint64_t nacked = 0;   /* seq of the last request refused (any other NACK) */
 		bool broken = false;   /* a reply matched no request: error stays, as for a lost link */
+		/* silence(): the request tested, when its host was last heard from, and how much it had sent then. */
+		uint64_t silentSeq = 0;
+		int64_t heardMs = 0;
+		uint64_t heardBytes = 0;
 		/*
 		 * The last LOCK sent (lock() does not wait for its grant): until
 		 * it is answered, waits on this stream do not time out (it may
@@ -251,6 +266,8 @@ private:
 	{
 		return (s.link->failed() || s.broken) && !s.gets.empty() && s.gets.front().seq <= seq;
 	}
+	/* What ended @s (repliesLost()): the link's own error if it failed, else the broken stream's. */
+	static int lostError(const Stream &s) noexcept { return s.link->failed() ? s.link->error() : s.error; }
 	/* The gets a reply numbered @seq answers (the stream's or a bulk connection's; net::Link::bulkOfSeq()), or nullptr. */
 	std::deque<PendingGet> *pendingGets(Stream &s, uint64_t seq) noexcept
 	{

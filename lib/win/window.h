@@ -153,6 +153,8 @@ class RemoteWindow;
  */
 struct RequestFailure {
 	int error = 0;
+	/* Freed before it completed: its refusals go to the stream, reported by the next call (remote.h). */
+	bool abandoned = false;
 };
 
 /* The kinds traffic statistics count; request forms count with their blocking kind. */
@@ -474,9 +476,11 @@ public:
 	 * After testAccumulate() said no: RMA_ERR_PROC_FAILED if the record can
 	 * never be applied (a dead agent holds @target's ring: checkRingHolder()),
 	 * so a program polling rma_test is told rather than left polling.
-	 * A system call only while an agent holds the ring.
+	 * A system call only while an agent holds the ring. For a target on
+	 * another host, the same once its host has been silent past
+	 * RMA_NET_TIMEOUT_MS while request @seq waits (RemoteWindow::silence()).
 	 */
-	[[gnu::cold]] int testFailure(const char *call, int target);
+	[[gnu::cold]] int testFailure(const char *call, int target, uint64_t seq);
 
 	/* Progress: drain the rings this process serves (agent source); whether any has records. */
 	int progressPoll();
@@ -613,7 +617,13 @@ public:
 	 * lost link one of its replies needed, or RMA_SUCCESS. A request's
 	 * refusal is reported here only (no other call to that host reports it).
 	 */
-	int remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure &f);
+	int remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure *f);
+	/*
+	 * A request to @target freed before it completed (rma_request_free,
+	 * or the call that made it failed): a refusal recorded in @f, or one
+	 * that comes later, is reported by the next call to that host.
+	 */
+	void remoteRequestAbandon(int target, RequestFailure &f);
 	/* Whether @target is on another host. */
 	bool isRemote(int target) const
 	{

@@ -409,7 +409,7 @@ void Window::remoteRequest(std::shared_ptr<RequestFailure> f)
 #endif
 }
 
-int Window::remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure &f)
+int Window::remoteRequestResult(const char *call, int target, uint64_t seq, const RequestFailure *f)
 {
 #ifdef RMA_HAVE_NET
 	if (remote_ && isRemote(target))
@@ -420,6 +420,16 @@ int Window::remoteRequestResult(const char *call, int target, uint64_t seq, cons
 	(void)seq;
 	(void)f;
 	return RMA_SUCCESS;
+}
+
+void Window::remoteRequestAbandon(int target, RequestFailure &f)
+{
+	f.abandoned = true;
+#ifdef RMA_HAVE_NET
+	if (remote_ && isRemote(target))
+		remote_->requestAbandoned(target, f);
+#endif
+	(void)target;
 }
 
 /* ---- Synchronization ------------------------------------------------------ */

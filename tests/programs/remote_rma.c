@@ -1571,6 +1571,27 @@ static void checkRefusedRequests(rma_win dw, int next, rma_aint addr, size_t byt
 		fail("a good rget behind a refused one did not bring rank %d's slot", next);
 	expectRange("rma_wait on a refused rget, after a good one's wait", rma_wait(&bad, RMA_STATUS_IGNORE), next);
 	CALL(rma_win_flush(next, dw));
+	/* rma_waitall over a refused rget_accumulate and a good rget: both complete and are freed; it reports the refusal. */
+	const int64_t one = 1;
+	int64_t old = -1;
+	rma_request both[2];
+	CALL(rma_rget_accumulate(&one, 1, RMA_INT64_T, &old, 1, RMA_INT64_T, next, past, 1, RMA_INT64_T, RMA_SUM, dw,
+				 &both[0]));
+	memset(got, 0, DYN_SLOT);
+	CALL(rma_rget(got, DYN_SLOT, RMA_BYTE, next, addr + g_rank * DYN_SLOT, DYN_SLOT, RMA_BYTE, dw, &both[1]));
+	expectRange("rma_waitall on a refused rget_accumulate and a good rget", rma_waitall(2, both, RMA_STATUSES_IGNORE),
+		    next);
+	if (both[0] != RMA_REQUEST_NULL || both[1] != RMA_REQUEST_NULL)
+		fail("rma_waitall that reported a refusal left a request live");
+	checkPattern("a good rget waited with a refused rget_accumulate", got, DYN_SLOT, g_rank, next, round);
+	if (old != -1)
+		fail("a refused rget_accumulate wrote its result buffer (%lld)", (long long)old);
+	CALL(rma_win_flush(next, dw));
+	/* Freed unwaited: nobody else can report its refusal, so the next flush does (once). */
+	CALL(rma_rget(got, 16, RMA_BYTE, next, past, 16, RMA_BYTE, dw, &bad));
+	CALL(rma_request_free(&bad));
+	expectRange("rma_win_flush after a refused rget was freed unwaited", rma_win_flush(next, dw), next);
+	CALL(rma_win_flush(next, dw));
 	CALL(rma_win_unlock(next, dw));
 }
 
