@@ -136,6 +136,12 @@ int main(int argc, char **argv)
 				   c.win);
 		rma_win_flush(t, c.win);
 	});
+	/* OSU's 8-byte get_accumulate: two int32 in one word. */
+	passiveCase(c, "get_acc_2x32_flush", [&] {
+		rma_get_accumulate(c.ones, 2, RMA_INT32_T, &c.result, 2, RMA_INT32_T, t, 9, 2, RMA_INT32_T, RMA_SUM,
+				   c.win);
+		rma_win_flush(t, c.win);
+	});
 	passiveCase(c, "fop_sum_flush", [&] {
 		rma_fetch_and_op(&c.one, &c.result, RMA_INT64_T, t, 2, RMA_SUM, c.win);
 		rma_win_flush(t, c.win);
@@ -166,6 +172,13 @@ int main(int argc, char **argv)
 	check(rma_barrier(RMA_COMM_WORLD), "barrier");
 	if (c.rank == t) {
 		int64_t expect_acc = (kWarm + kIters) * 2; /* acc and get_acc both add 1 to [1] */
+		int32_t lanes[2]; /* get_acc_2x32_flush adds 1 to each int32 of [9] */
+		std::memcpy(lanes, &c.base[9], sizeof lanes);
+		if (lanes[0] != kWarm + kIters || lanes[1] != kWarm + kIters) {
+			std::fprintf(stderr, "insn_count: wrong results: [9] lanes %d %d (want %d)\n", lanes[0], lanes[1],
+				     kWarm + kIters);
+			return 1;
+		}
 		if (c.base[1] != expect_acc || c.base[2] != kWarm + kIters || c.base[3] != 1) {
 			std::fprintf(stderr, "insn_count: wrong results: [1]=%lld (want %lld) [2]=%lld [3]=%lld\n",
 				     static_cast<long long>(c.base[1]), static_cast<long long>(expect_acc),
@@ -175,6 +188,6 @@ int main(int argc, char **argv)
 	}
 	check(rma_win_free(&c.win), "free");
 	if (c.rank == 0)
-		std::printf("insn_count: %d cases x %d iterations ran\n", 12, kIters);
+		std::printf("insn_count: %d cases x %d iterations ran\n", 14, kIters);
 	return rma_finalize();
 }

@@ -1609,18 +1609,10 @@ template<int N>
 					   rma_aint disp, rma_op op, rma_win win)
 {
 	Window *w = toWindow(win);
-	if constexpr (N == 2) {
-		/* As accumulateUniform<2>. */
-		if (w && !badPointer(result) && w->laneSumFast(origin, result, type, 2, target, disp, op)) [[likely]]
-			return RMA_SUCCESS;
-		return getAccumulateUniform<0>(origin, result, type, 2, target, disp, op, win);
-	} else {
-		const int n = N ? N : count;
-		if (w && !badPointer(result) && w->atomicFast(origin, result, type, n, target, disp, op, true))
-			[[likely]]
-			return RMA_SUCCESS;
-		return getAccumulateSlow(origin, n, type, result, n, type, target, disp, n, type, op, win);
-	}
+	const int n = N ? N : count;
+	if (w && !badPointer(result) && w->atomicFast(origin, result, type, n, target, disp, op, true)) [[likely]]
+		return RMA_SUCCESS;
+	return getAccumulateSlow(origin, n, type, result, n, type, target, disp, n, type, op, win);
 }
 
 } /* namespace */
@@ -1652,9 +1644,23 @@ RMA_EXPORT int rma_get_accumulate(const void *origin_addr, int origin_count, rma
 		if (target_count == 1)
 			return getAccumulateUniform<1>(origin_addr, result_addr, target_datatype, 1, target_rank,
 						       target_disp, op, win);
-		if (target_count == 2)
-			return getAccumulateUniform<2>(origin_addr, result_addr, target_datatype, 2, target_rank,
+		if (target_count == 2) {
+			/*
+			 * OSU's 8-byte get_accumulate (2 int32): the lane-wise sum here,
+			 * a leaf. Through getAccumulateUniform<2> (8 parameters) this
+			 * entry shuffled its 6 stack parameters into place first: 18
+			 * more instructions a call (bench/insn_count.sh:
+			 * get_acc_2x32_flush 210 -> 192; a one-element get_accumulate
+			 * pays 3 more for the larger entry).
+			 */
+			Window *w = toWindow(win);
+			if (w && !badPointer(result_addr) &&
+			    w->laneSumFast(origin_addr, result_addr, target_datatype, 2, target_rank, target_disp, op))
+				[[likely]]
+				return RMA_SUCCESS;
+			return getAccumulateUniform<0>(origin_addr, result_addr, target_datatype, 2, target_rank,
 						       target_disp, op, win);
+		}
 		if (target_count <= Window::kFastElements)
 			return getAccumulateUniform<0>(origin_addr, result_addr, target_datatype, target_count,
 						       target_rank, target_disp, op, win);
