@@ -186,9 +186,24 @@ int RemoteWindow::sendRequest(Stream &s, FrameKind kind, uint32_t targetWorld, s
 	return RMA_SUCCESS;
 }
 
+bool RemoteWindow::silentTooLong(const Stream &s, int64_t silentMs) noexcept
+{
+	return silentMs > net::engine()->config().timeoutMs && s.acked >= s.lockSeq && !s.link->lockUnanswered();
+}
+
+int RemoteWindow::silentError(const Stream &s)
+{
+	return makeError(RMA_ERR_PROC_FAILED, "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
+			 s.server, net::engine()->config().timeoutMs);
+}
+
+int RemoteWindow::callError(const char *call, int rc) const
+{
+	return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+}
+
 int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTimeout)
 {
-	const int timeoutMs = net::engine()->config().timeoutMs;
 	Silence silence(*s.link);
 	/*
 	 * Until @seq is answered, or the link is lost or silent too long. A
@@ -212,17 +227,9 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 			break;
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0xff) != 0)
 			continue;
-		const int64_t now = nowMs();
-		/*
-		 * The timeout counts silence, not work: replies still streaming in
-		 * (a window of gets) restart it. A LOCK not answered yet may be
-		 * parked behind another holder: no timeout until it is.
-		 */
-		if (silence.ms(now) > timeoutMs && !noTimeout && s.acked >= s.lockSeq && !s.link->lockUnanswered()) {
+		if (!noTimeout && silentTooLong(s, silence.ms(nowMs()))) {
 			if (!s.error)
-				s.error = makeError(RMA_ERR_PROC_FAILED,
-						    "rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
-						    s.server, timeoutMs);
+				s.error = silentError(s);
 			lost = true;
 		}
 	}
@@ -231,7 +238,7 @@ int RemoteWindow::waitAck(const char *call, Stream &s, uint64_t seq, bool noTime
 		/* A refusal is reported once; a lost link stays lost. */
 		if ((!s.link || !s.link->failed()) && !s.broken)
 			s.error = 0;
-		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+		return callError(call, rc);
 	}
 	return RMA_SUCCESS;
 }
@@ -840,7 +847,7 @@ int RemoteWindow::waitFetches(const char *call, Stream &s)
 		int rc = s.error;
 		if (!s.link->failed() && !s.broken)
 			s.error = 0;
-		return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+		return callError(call, rc);
 	}
 	return RMA_SUCCESS;
 }
@@ -947,16 +954,12 @@ int RemoteWindow::waitReplies(const char *call, int target, uint64_t seq)
 	std::unique_ptr<Stream> &s = streams_[hostOf_[static_cast<std::size_t>(target)]];
 	if (!s || !s->link)
 		return RMA_SUCCESS;
-	/* As waitAck(): replies still streaming in restart the silence; a LOCK not answered yet may be parked. */
-	const int timeoutMs = net::engine()->config().timeoutMs;
 	Silence silence(*s->link);
 	for (SpinWait wait; !repliesDone(target, seq); wait.once()) {
 		if (wait.count() < SpinWait::kSpins || (wait.count() & 0xff) != 0)
 			continue;
-		if (silence.ms(nowMs()) > timeoutMs && s->acked >= s->lockSeq && !s->link->lockUnanswered())
-			return makeError(RMA_ERR_PROC_FAILED,
-					 "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)",
-					 call, win_.name.c_str(), s->server, timeoutMs);
+		if (silentTooLong(*s, silence.ms(nowMs())))
+			return callError(call, silentError(*s));
 	}
 	/*
 	 * Complete: a refusal, or the loss of a reply it needed, is the
@@ -975,7 +978,7 @@ int RemoteWindow::requestResult(const char *call, int target, uint64_t seq, cons
 			return RMA_SUCCESS;
 		rc = lostError(*s);
 	}
-	return makeError(errorClass(rc), "%s: window '%s': %s", call, win_.name.c_str(), errorMessage(rc).c_str());
+	return callError(call, rc);
 }
 
 void RemoteWindow::requestAbandoned(int target, const RequestFailure &f)
@@ -998,12 +1001,7 @@ int RemoteWindow::silence(const char *call, int target, uint64_t seq)
 		s->heardBytes = s->link->received();
 		return RMA_SUCCESS;
 	}
-	const int timeoutMs = net::engine()->config().timeoutMs;
-	if (now - s->heardMs > timeoutMs && s->acked >= s->lockSeq && !s->link->lockUnanswered())
-		return makeError(RMA_ERR_PROC_FAILED,
-				 "%s: window '%s': rank %d's host did not answer within %d ms (RMA_NET_TIMEOUT_MS)", call,
-				 win_.name.c_str(), s->server, timeoutMs);
-	return RMA_SUCCESS;
+	return silentTooLong(*s, now - s->heardMs) ? callError(call, silentError(*s)) : RMA_SUCCESS;
 }
 
 bool RemoteWindow::peerLost(int target)

@@ -261,6 +261,18 @@ private:
 	 */
 	int sendBulk(const char *call, Stream &s, int target, net::FrameKind kind, std::span<const uint8_t> body,
 		     std::span<const uint8_t> data, uint32_t &index, uint64_t &seq);
+	/*
+	 * Whether @s's host is taken for gone after @silentMs without a byte
+	 * from it: past RMA_NET_TIMEOUT_MS, with no LOCK on its link waiting
+	 * for a grant (a lock may be parked behind another holder for any
+	 * time; a dead host is then the keepalive's to tell). The silence,
+	 * not the wait, counts: replies still streaming in restart it.
+	 */
+	static bool silentTooLong(const Stream &s, int64_t silentMs) noexcept;
+	/* RMA_ERR_PROC_FAILED saying so. */
+	static int silentError(const Stream &s);
+	/* @rc as @call's error on this window. */
+	int callError(const char *call, int rc) const;
 	/* Whether a reply up to @seq is missing and can never come (the link failed, or the stream broke). */
 	static bool repliesLost(const Stream &s, uint64_t seq) noexcept
 	{
